@@ -1,0 +1,35 @@
+# Two entry points: `make demo` (the main job, end to end) and `make test` (the whole suite).
+# Everything they need is installed idempotently from pinned versions.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP_PY := $(VENV)/.installed
+STAMP_NODE := node_modules/.installed
+
+.PHONY: demo test lint setup clean bench
+
+setup: $(STAMP_PY) $(STAMP_NODE)
+
+$(STAMP_PY): requirements.lock pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+$(STAMP_NODE): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+demo: setup
+	$(VENV)/bin/gensyn demo
+
+test: setup
+	$(PY) -m ruff check gensyn_py scripts tests bench
+	$(PY) -m mypy gensyn_py scripts bench
+	$(PY) -m pytest -q
+
+bench: setup
+	for b in bench/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache .devnet
