@@ -1,0 +1,121 @@
+"""Run a local anvil node (from the npm package `@foundry-rs/anvil`) on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gensyn_py.errors import ToolchainError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# anvil's default mnemonic ("test test ... junk") derives these; they are public test keys.
+DEV_KEYS = [
+    "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+    "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+    "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
+    "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6",
+    "0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a",
+    "0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba",
+    "0x92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e",
+    "0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356",
+    "0xdbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97",
+    "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6",
+]
+
+
+def find_anvil(root: Path = PROJECT_ROOT) -> Path:
+    """The anvil binary: node_modules first (pinned), then PATH."""
+    local = root / "node_modules" / ".bin" / "anvil"
+    if local.exists():
+        return local
+    found = shutil.which("anvil")
+    if found:
+        return Path(found)
+    raise ToolchainError("anvil not found: run `npm ci` to install @foundry-rs/anvil (make setup does)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rpc_ready(url: str, timeout: float = 1.0) -> bool:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}).encode()
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return "result" in json.loads(resp.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+@dataclass
+class AnvilNode:
+    """One anvil process. `state_path` persists chain state across restarts."""
+
+    port: int = field(default_factory=free_port)
+    chain_id: int = 31337
+    state_path: Path | None = None
+    block_time: float | None = None
+    log_path: Path | None = None
+    accounts: int = 10
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        cmd = [
+            str(find_anvil()), "--host", "127.0.0.1", "--port", str(self.port),
+            "--chain-id", str(self.chain_id), "--accounts", str(self.accounts), "--silent",
+        ]
+        if self.state_path is not None:
+            cmd += ["--state", str(self.state_path)]
+        if self.block_time:
+            cmd += ["--block-time", str(self.block_time)]
+        return cmd
+
+    def start(self, timeout: float = 30.0) -> AnvilNode:
+        if rpc_ready(self.url, timeout=0.2):
+            raise ToolchainError(f"something already answers on {self.url}")
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.process = subprocess.Popen(
+            self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env={**os.environ},
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ToolchainError(f"anvil exited with code {self.process.returncode}: {' '.join(self.command())}")
+            if rpc_ready(self.url, timeout=0.5):
+                return self
+            time.sleep(0.05)  # polling a condition, bounded by the deadline
+        self.stop()
+        raise ToolchainError(f"anvil did not answer on {self.url} within {timeout}s")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop gracefully (SIGTERM lets anvil dump --state), then kill if it lingers."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=timeout)
+
+    def __enter__(self) -> AnvilNode:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,177 @@
+"""Compile `contracts/` with a pinned Solidity compiler, cached under `build/`.
+
+A native solc of the pinned version is used through py-solc-x when one is
+installed; otherwise the npm `solc` package (solcjs, WebAssembly) is driven by
+a small node shim fed standard JSON. Both get the same standard-JSON input, so
+the output is identical. Artifacts are rebuilt only when a source changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gensyn_py.errors import CompileError, ToolchainError
+
+log = logging.getLogger(__name__)
+
+SOLC_VERSION = "0.8.28"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SHIM = Path(__file__).with_name("solcjs_shim.cjs")
+SETTINGS: dict[str, Any] = {
+    "optimizer": {"enabled": True, "runs": 200},
+    "evmVersion": "cancun",
+    "remappings": ["@openzeppelin/=node_modules/@openzeppelin/"],
+    "outputSelection": {"*": {"*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object"]}},
+}
+_IMPORT_RE = re.compile(r'^\s*import\s+(?:[^"\']*from\s+)?["\']([^"\']+)["\']', re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    artifacts: dict[str, dict[str, Any]]
+    warnings: list[str]
+    compiler: str
+    cached: bool
+
+
+def _source_key(path: Path, root: Path) -> str:
+    """Sources under the project root are named relative to it; others keep their absolute path."""
+    resolved = path.resolve()
+    return resolved.relative_to(root.resolve()).as_posix() if resolved.is_relative_to(root.resolve()) else resolved.as_posix()
+
+
+def _sources(sources_dir: Path, root: Path) -> dict[str, str]:
+    files = sorted(sources_dir.rglob("*.sol"))
+    if not files:
+        raise CompileError(f"no Solidity sources under {sources_dir}")
+    return {_source_key(f, root): f.read_text() for f in files}
+
+
+def _disk_path(key: str, root: Path) -> Path:
+    if key.startswith("@openzeppelin/"):
+        return root / "node_modules" / key
+    return Path(key) if key.startswith("/") else root / key
+
+
+def _resolve_imports(sources: dict[str, str], root: Path) -> dict[str, str]:
+    """Inline every imported file so both compilers see the exact same bytes."""
+    todo = list(sources)
+    out = dict(sources)
+    while todo:
+        name = todo.pop()
+        for imp in _IMPORT_RE.findall(out[name]):
+            key = os.path.normpath(os.path.join(os.path.dirname(name), imp)) if imp.startswith(".") else imp
+            if key in out:
+                continue
+            disk = _disk_path(key, root)
+            if not disk.exists():
+                raise CompileError(f"{name}: import not found: {imp}")
+            out[key] = disk.read_text()
+            todo.append(key)
+    return out
+
+
+def _native_solc() -> Path | None:
+    try:
+        import solcx
+
+        solcx.import_installed_solc()
+        for version in solcx.get_installed_solc_versions():
+            if str(version) == SOLC_VERSION:
+                return Path(solcx.get_executable(version))
+    except Exception as exc:  # py-solc-x raises many kinds when nothing is installed
+        log.debug("no native solc: %s", exc)
+    return None
+
+
+def _run_native(solc: Path, std_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    proc = subprocess.run(
+        [str(solc), "--standard-json"], input=json.dumps(std_input), capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0 and not proc.stdout:
+        raise ToolchainError(f"solc failed: {proc.stderr.strip()}")
+    return f"native solc {SOLC_VERSION}", json.loads(proc.stdout)
+
+
+def _run_solcjs(std_input: dict[str, Any], root: Path) -> tuple[str, dict[str, Any]]:
+    node = shutil.which("node")
+    if node is None:
+        raise ToolchainError("node is not on PATH; it is needed to run solcjs (npm package `solc`)")
+    if not (root / "node_modules" / "solc").exists():
+        raise ToolchainError("node_modules/solc is missing: run `npm ci` (make setup does)")
+    proc = subprocess.run(
+        [node, str(SHIM), str(root), str(root / "node_modules")],
+        input=json.dumps(std_input), capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        raise ToolchainError(f"solcjs shim failed: {proc.stderr.strip()[-2000:]}")
+    payload = json.loads(proc.stdout)
+    version = str(payload["version"])
+    if not version.startswith(SOLC_VERSION):
+        raise ToolchainError(f"solcjs is {version}, expected {SOLC_VERSION}; run `npm ci`")
+    return f"solcjs {version}", payload["output"]
+
+
+def compile_contracts(
+    sources_dir: Path | None = None, build_dir: Path | None = None, root: Path = PROJECT_ROOT, force: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Compile every .sol under `sources_dir` (default `contracts/`); return {name: artifact}."""
+    return compile_detailed(sources_dir, build_dir, root, force).artifacts
+
+
+def compile_detailed(
+    sources_dir: Path | None = None, build_dir: Path | None = None, root: Path = PROJECT_ROOT, force: bool = False
+) -> CompileResult:
+    sources_dir = sources_dir or root / "contracts"
+    build_dir = build_dir or root / "build" / hashlib.sha256(str(sources_dir.resolve()).encode()).hexdigest()[:12]
+    sources = _resolve_imports(_sources(sources_dir, root), root)
+    std_input = {
+        "language": "Solidity",
+        "sources": {k: {"content": v} for k, v in sorted(sources.items())},
+        "settings": SETTINGS,
+    }
+    digest = hashlib.sha256(json.dumps([SOLC_VERSION, std_input], sort_keys=True).encode()).hexdigest()
+    cache = build_dir / "artifacts.json"
+    if not force and cache.exists():
+        cached = json.loads(cache.read_text())
+        if cached.get("inputHash") == digest:
+            return CompileResult(cached["artifacts"], cached["warnings"], cached["compiler"], cached=True)
+
+    native = _native_solc()
+    compiler, output = _run_native(native, std_input) if native else _run_solcjs(std_input, root)
+    messages = output.get("errors", [])
+    errors = [m["formattedMessage"].strip() for m in messages if m.get("severity") == "error"]
+    warnings = [m["formattedMessage"].strip() for m in messages if m.get("severity") != "error"]
+    if errors:
+        raise CompileError("Solidity compilation failed:\n" + "\n\n".join(errors))
+    for warning in warnings:
+        log.warning("%s", warning)
+
+    artifacts: dict[str, dict[str, Any]] = {}
+    local = {k for k in sources if not k.startswith("@")}
+    for source_name, contracts in output.get("contracts", {}).items():
+        for name, data in contracts.items():
+            if source_name not in local and name in artifacts:
+                continue
+            artifacts[name] = {
+                "abi": data["abi"],
+                "bytecode": "0x" + data["evm"]["bytecode"]["object"],
+                "deployedBytecode": "0x" + data["evm"]["deployedBytecode"]["object"],
+                "sourceName": source_name,
+                "sourceHash": hashlib.sha256(sources[source_name].encode()).hexdigest(),
+            }
+    build_dir.mkdir(parents=True, exist_ok=True)
+    payload = {"inputHash": digest, "compiler": compiler, "warnings": warnings, "artifacts": artifacts}
+    tmp = cache.with_suffix(".tmp")
+    tmp.write_text(json.dumps(payload))
+    tmp.replace(cache)
+    return CompileResult(artifacts, warnings, compiler, cached=False)
