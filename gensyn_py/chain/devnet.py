@@ -1,0 +1,104 @@
+"""A persistent local devnet: anvil with saved state, deployed and funded contracts."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eth_account import Account
+from web3 import Web3
+
+from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode, rpc_ready
+from gensyn_py.errors import ChainError
+
+FAUCET_AMOUNT = 1_000_000 * 10**18
+
+
+@dataclass(frozen=True)
+class DevnetInfo:
+    url: str
+    pid: int
+    chain_id: int
+    deployment: dict[str, Any]
+
+
+def _info_path(devnet_dir: Path) -> Path:
+    return devnet_dir / "devnet.json"
+
+
+def read_info(devnet_dir: Path) -> DevnetInfo | None:
+    path = _info_path(devnet_dir)
+    if not path.exists():
+        return None
+    raw = json.loads(path.read_text())
+    return DevnetInfo(raw["url"], raw["pid"], raw["chainId"], raw["deployment"])
+
+
+def is_running(info: DevnetInfo) -> bool:
+    try:
+        os.kill(info.pid, 0)
+    except OSError:
+        return False
+    return rpc_ready(info.url)
+
+
+def up(devnet_dir: Path, deployments_dir: Path, port: int = 8545, fund: int = 10) -> tuple[DevnetInfo, bool]:
+    """Start (or find running) anvil with persisted state; deploy once; fund dev accounts.
+
+    Returns the devnet and whether this call started it.
+    """
+    from gensyn_py.chain.compiler import compile_contracts
+    from gensyn_py.chain.deploy import deploy_protocol, write_deployment
+
+    existing = read_info(devnet_dir)
+    if existing and is_running(existing):
+        return existing, False
+    devnet_dir.mkdir(parents=True, exist_ok=True)
+    node = AnvilNode(port=port, state_path=devnet_dir / "state.json", log_path=devnet_dir / "anvil.log")
+    node.start()
+    assert node.process is not None
+    w3 = Web3(Web3.HTTPProvider(node.url))
+    deployer = Account.from_key(DEV_KEYS[0])
+    artifacts = compile_contracts()
+    deployment = existing.deployment if existing else None
+    if deployment is None or not w3.eth.get_code(deployment["contracts"]["GensynToken"]):
+        deployment = deploy_protocol(w3, deployer, artifacts)
+        token = w3.eth.contract(deployment["contracts"]["GensynToken"], abi=artifacts["GensynToken"]["abi"])
+        for key in DEV_KEYS[:fund]:
+            holder = Account.from_key(key).address
+            tx = token.functions.mint(holder, FAUCET_AMOUNT).build_transaction(
+                {"from": deployer.address, "nonce": w3.eth.get_transaction_count(deployer.address, "pending")}
+            )
+            w3.eth.send_raw_transaction(deployer.sign_transaction(tx).raw_transaction)
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+        write_deployment(deployments_dir, deployment)
+    info = DevnetInfo(node.url, node.process.pid, int(w3.eth.chain_id), deployment)
+    _info_path(devnet_dir).write_text(
+        json.dumps({"url": info.url, "pid": info.pid, "chainId": info.chain_id, "deployment": deployment}, indent=2)
+    )
+    return info, True
+
+
+def down(devnet_dir: Path, timeout: float = 10.0) -> bool:
+    """SIGTERM the devnet's anvil (it saves its state on the way out). False if none ran."""
+    info = read_info(devnet_dir)
+    if info is None or not is_running(info):
+        return False
+    os.kill(info.pid, signal.SIGTERM)
+    try:
+        _, _ = os.waitpid(info.pid, 0)
+    except ChildProcessError:
+        subprocess.run(["timeout", str(timeout), "tail", f"--pid={info.pid}", "-f", "/dev/null"], check=False)
+    return True
+
+
+def require_running(devnet_dir: Path) -> DevnetInfo:
+    info = read_info(devnet_dir)
+    if info is None or not is_running(info):
+        raise ChainError(f"no devnet running (state in {devnet_dir}); start one with `gensyn devnet up`")
+    return info

@@ -1,0 +1,39 @@
+"""The `gensyn` command: one click group, each command thin."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from gensyn_py.config import Settings
+from gensyn_py.errors import GensynError
+
+
+class GensynGroup(click.Group):
+    """Turns any GensynError into one clear line and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except GensynError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=GensynGroup)
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Verifiable, decentralized training on an EVM chain."""
+    ctx.obj = Settings.from_env()
+
+
+def _register() -> None:
+    from gensyn_py.cli.demo import demo
+    from gensyn_py.cli.devnet import devnet
+
+    cli.add_command(devnet)
+    cli.add_command(demo)
+
+
+_register()
