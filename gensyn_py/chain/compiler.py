@@ -86,8 +86,10 @@ def _native_solc() -> Path | None:
 
         solcx.import_installed_solc()
         for version in solcx.get_installed_solc_versions():
-            if str(version) == SOLC_VERSION:
-                return Path(solcx.get_executable(version))
+            path = Path(solcx.get_executable(version))
+            # A script wrapper over solcjs (as made for brownie) is not a native compiler.
+            if str(version) == SOLC_VERSION and path.read_bytes()[:4] == b"\x7fELF":
+                return path
     except Exception as exc:  # py-solc-x raises many kinds when nothing is installed
         log.debug("no native solc: %s", exc)
     return None
