@@ -27,7 +27,8 @@ def test_compile_caches_until_a_source_changes(tmp_path: Path) -> None:
 def test_compile_error_names_file_and_line(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
-    (src / "Bad.sol").write_text("// SPDX-License-Identifier: MIT\npragma solidity ^0.8.24;\ncontract B { uint x = ; }\n")
+    bad = "// SPDX-License-Identifier: MIT\npragma solidity ^0.8.24;\ncontract B { uint x = ; }\n"
+    (src / "Bad.sol").write_text(bad)
     with pytest.raises(CompileError, match=r"Bad\.sol:3:"):
         compile_detailed(src, tmp_path / "build")
 
