@@ -86,7 +86,7 @@ def _native_solc() -> Path | None:
 
         solcx.import_installed_solc()
         for version in solcx.get_installed_solc_versions():
-            path = Path(solcx.get_executable(version))
+            path = Path(solcx.get_executable(version))  # type: ignore[attr-defined]
             # A script wrapper over solcjs (as made for brownie) is not a native compiler.
             if str(version) == SOLC_VERSION and path.read_bytes()[:4] == b"\x7fELF":
                 return path

@@ -1,0 +1,103 @@
+"""NonceManager: consecutive, distinct nonces under threads; resync after a failed send."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from gensyn_py.chain.nonce import NonceManager
+
+
+class FakeNode:
+    """A node's pending count: it only moves when a send 'reaches' it."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.pending = start
+        self.fetches = 0
+        self.lock = threading.Lock()
+
+    def fetch(self) -> int:
+        with self.lock:
+            self.fetches += 1
+            return self.pending
+
+    def accept(self, nonce: int) -> None:
+        with self.lock:
+            assert nonce == self.pending, f"nonce gap: sent {nonce}, node expects {self.pending}"
+            self.pending += 1
+
+
+def test_first_nonce_comes_from_the_node_then_counts_locally() -> None:
+    node = FakeNode(start=7)
+    manager = NonceManager(node.fetch)
+    for expected in (7, 8, 9):
+        with manager.reserve() as nonce:
+            assert nonce == expected
+            node.accept(nonce)
+    assert node.fetches == 1
+    assert manager.peek() == 10
+
+
+def test_concurrent_senders_get_distinct_consecutive_nonces() -> None:
+    node = FakeNode(start=3)
+    manager = NonceManager(node.fetch)
+    used: list[int] = []
+    used_lock = threading.Lock()
+
+    def send(_: int) -> None:
+        with manager.reserve() as nonce:
+            node.accept(nonce)
+            with used_lock:
+                used.append(nonce)
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(send, range(200)))
+    assert sorted(used) == list(range(3, 203))
+    assert node.pending == 203
+
+
+def test_a_failed_send_resyncs_from_the_node_without_a_gap() -> None:
+    node = FakeNode(start=0)
+    manager = NonceManager(node.fetch)
+    with manager.reserve() as nonce:
+        node.accept(nonce)
+    with pytest.raises(RuntimeError), manager.reserve() as nonce:
+        assert nonce == 1
+        raise RuntimeError("node rejected the transaction")
+    assert manager.peek() is None
+    with manager.reserve() as nonce:
+        assert nonce == 1  # re-read from the node, so the rejected nonce is reused
+        node.accept(nonce)
+    assert node.fetches == 2
+
+
+def test_failures_mixed_into_concurrent_sends_leave_no_gap() -> None:
+    node = FakeNode(start=0)
+    manager = NonceManager(node.fetch)
+
+    def send(i: int) -> bool:
+        try:
+            with manager.reserve() as nonce:
+                if i % 5 == 0:
+                    raise ValueError("rejected")
+                node.accept(nonce)
+                return True
+        except ValueError:
+            return False
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(send, range(100)))
+    assert node.pending == sum(results) == 80
+
+
+def test_a_nonce_used_elsewhere_is_picked_up_after_resync() -> None:
+    node = FakeNode(start=0)
+    manager = NonceManager(node.fetch)
+    with manager.reserve() as nonce:
+        node.accept(nonce)
+    node.accept(1)  # another process sent with the same key
+    manager.resync()
+    with manager.reserve() as nonce:
+        assert nonce == 2
