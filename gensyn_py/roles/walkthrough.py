@@ -1,0 +1,262 @@
+"""One whole job, end to end, played by in-process actors on a real chain.
+
+A requester submits a digits classifier job; a solver trains it for real and
+commits to its checkpoints; the validators the chain draws replay their
+sampled segments bit for bit and commit-reveal their verdicts; the challenge
+window closes; the unit is paid; everyone claims their credit. Every step is
+a real transaction through the safe send path, and its gas is recorded.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eth_abi import encode
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+from web3 import Web3
+
+from gensyn_py.chain.anvil import DEV_KEYS
+from gensyn_py.chain.contracts import BoundContract, ProtocolContracts
+from gensyn_py.chain.tx import TxSender
+from gensyn_py.proof.hashing import keccak256
+from gensyn_py.storage.base import ContentStore
+from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, ROLE_VALIDATOR, UnitStatus
+
+E18 = 10**18
+Report = Callable[[str], None]
+
+
+@dataclass
+class Actor:
+    name: str
+    account: LocalAccount
+    sender: TxSender
+
+    @property
+    def address(self) -> str:
+        return str(self.account.address)
+
+
+@dataclass
+class WalkthroughResult:
+    gas: list[tuple[str, str, int]] = field(default_factory=list)  # (actor, action, gas)
+    balances_before: dict[str, int] = field(default_factory=dict)
+    balances_after: dict[str, int] = field(default_factory=dict)
+    accuracy: float = 0.0
+    slashed: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    unit_status: int = 0
+    job_id: int = 0
+
+    @property
+    def total_gas(self) -> int:
+        return sum(g for _, _, g in self.gas)
+
+
+def demo_spec_dict(dataset_cid: str, x_dim: int, n: int, size: int) -> dict[str, Any]:
+    """A small MLP on the bundled digits: 1 round x 1 shard, 10 checkpoint segments."""
+    return {
+        "version": 1,
+        "model": {"family": "mlp", "sizes": {"hidden": 64}},
+        "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 0.0001},
+        "schedule": {"kind": "cosine", "warmup_steps": 10},
+        "batch_size": 32,
+        "steps_per_unit": 200,
+        "checkpoint_interval": 20,
+        "seed": 2026,
+        "rounds": 1,
+        "shards": 1,
+        "mode": "exact",
+        "threads": 1,
+        "hardware": {"device_class": "cpu", "min_memory_mb": 64},
+        "dataset": {
+            "cid": dataset_cid, "x_shape": [x_dim], "x_dtype": "float32", "y_shape": [],
+            "num_examples": n, "size_bytes": size,
+        },
+    }
+
+
+class Walkthrough:
+    def __init__(self, w3: Web3, protocol: ProtocolContracts, store: ContentStore, report: Report):
+        self.w3 = w3
+        self.protocol = protocol
+        self.store = store
+        self.report = report
+        self.result = WalkthroughResult()
+        keys = [Account.from_key(k) for k in DEV_KEYS]
+        self.deployer = self._actor("deployer", keys[0])
+        self.requester = self._actor("requester", keys[1])
+        self.solver = self._actor("solver", keys[2])
+        self.validators = [self._actor(f"validator-{i + 1}", keys[3 + i]) for i in range(3)]
+
+    def _actor(self, name: str, account: LocalAccount) -> Actor:
+        return Actor(name, account, self.protocol.sender(account))
+
+    def _bind(self, contract: str, actor: Actor) -> BoundContract:
+        return self.protocol.bind(contract, actor.sender)
+
+    def _tx(self, actor: Actor, contract: str, fn: str, *args: Any) -> Any:
+        receipt = self._bind(contract, actor).transact(fn, *args)
+        self.result.gas.append((actor.name, f"{contract}.{fn}", int(receipt["gasUsed"])))
+        return receipt
+
+    def _advance(self, seconds: int) -> None:
+        self.w3.provider.make_request("evm_increaseTime", [seconds])  # type: ignore[arg-type]
+        self.w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+
+    def _mine(self, blocks: int) -> None:
+        for _ in range(blocks):
+            self.w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+
+    def _balances(self) -> dict[str, int]:
+        token = self.protocol.bind("GensynToken")
+        actors = [self.requester, self.solver, *self.validators]
+        return {a.name: int(token.call("balanceOf", a.address)) for a in actors}
+
+    # ------------------------------------------------------------------ the play
+
+    def setup_nodes(self) -> None:
+        self.report("funding actors and registering nodes")
+        registry = self.protocol.addresses["NodeRegistry"]
+        pool = self.protocol.addresses["TaskPool"]
+        cpu = DEVICE_CLASSES["cpu"]
+        for actor in [self.requester, self.solver, *self.validators]:
+            self._tx(self.deployer, "GensynToken", "mint", actor.address, 10_000 * E18)
+        self._tx(self.requester, "GensynToken", "approve", pool, 2**256 - 1)
+        nodes = [(self.solver, ROLE_SOLVER, 5 * E18)] + [(v, ROLE_VALIDATOR, 0) for v in self.validators]
+        for actor, roles, price in nodes:
+            self._tx(actor, "NodeRegistry", "register", roles, (cpu, 16_000, 1_000, price))
+            self._tx(actor, "GensynToken", "approve", registry, 2**256 - 1)
+            self._tx(actor, "NodeRegistry", "stake", 1_000 * E18)
+        self.result.balances_before = self._balances()
+
+    def run(self) -> WalkthroughResult:
+        from gensyn_py.proof.replay import UnitRef, fetch_manifest, replay_segment
+        from gensyn_py.proof.unit import commit_segments
+        from gensyn_py.train.data import digits
+        from gensyn_py.train.spec import canonical_json, parse_spec
+        from gensyn_py.train.trainer import Trainer
+
+        t0 = time.perf_counter()
+        self.setup_nodes()
+        train, held_out = digits(image=False)
+        data = train.to_bytes()
+        dataset_cid = self.store.put(data)
+        spec = parse_spec(demo_spec_dict(dataset_cid, int(train.x.shape[1]), train.num_examples, len(data)))
+        spec_cid = self.store.put(canonical_json(spec.model_dump(mode="json")))
+        self.report(f"job spec {spec.spec_hash().hex()[:16]}… dataset {dataset_cid[:20]}…")
+
+        params = (
+            spec.spec_hash(), spec_cid, spec.rounds, spec.shards, spec.steps_per_unit, spec.checkpoint_interval,
+            DEVICE_CLASSES[spec.hardware.device_class], spec.hardware.min_memory_mb, 0,
+            10 * E18, 100 * E18, 3600,
+        )
+        receipt = self._tx(self.requester, "TaskPool", "submitJob", params)
+        pool = self.protocol.bind("TaskPool")
+        job_id = int(pool.events(receipt, "JobSubmitted")[0]["jobId"])
+        unit_id = int(pool.events(receipt, "UnitOpened")[0]["unitId"])
+        self.result.job_id = job_id
+        self.report(f"job {job_id} submitted, unit {unit_id} open; budget escrowed")
+
+        score, required = pool.call("claimScore", self.solver.address, unit_id)
+        if score < required:
+            # The required score decays over the claim window; wait (in chain time) until this solver fits.
+            self._advance(int(self.protocol_param("claimWindow")))
+        self._tx(self.solver, "TaskPool", "claim", unit_id)
+        self.report(f"solver claimed unit {unit_id} (score {score} bps)")
+
+        t_train = time.perf_counter()
+        trainer = Trainer(spec, train, 0, 0)
+
+        def progress(step: int, total: int, loss: float) -> None:
+            if step % 50 == 0 or step == total:
+                self.report(f"  training step {step}/{total} loss {loss:.4f}")
+
+        commitment = commit_segments(trainer, self.store, job_id, on_step=progress)
+        self.result.seconds["training"] = time.perf_counter() - t_train
+        self._tx(self.solver, "TaskPool", "commit", unit_id, commitment.checkpoint_root, commitment.final_state_hash,
+                 commitment.manifest_cid)
+        self.report(f"solver committed root {commitment.checkpoint_root.hex()[:16]}… "
+                    f"manifest {commitment.manifest_cid[:20]}…")
+
+        self._mine(2)  # the seed is the hash of a block mined after the commitment
+        receipt = self._tx(self.deployer, "TaskPool", "drawValidators", unit_id)
+        drawn = pool.events(receipt, "ValidatorsDrawn")[0]
+        by_address = {v.address: v for v in self.validators}
+        chosen = [by_address[a] for a in drawn["validators"]]
+        self.report(f"drawn: {', '.join(v.name for v in chosen)} for segments {list(drawn['segments'])}")
+
+        t_verify = time.perf_counter()
+        manifest = fetch_manifest(self.store, commitment.manifest_cid)
+        ref = UnitRef(job_id, 0, 0, commitment.checkpoint_root)
+        reveals = []
+        for validator, segment in zip(chosen, drawn["segments"], strict=True):
+            verdict = replay_segment(spec, train, self.store, ref, manifest, int(segment))
+            self.report(f"  {validator.name} replayed segment {segment}: "
+                        f"{'accept' if verdict.accept else 'reject'} ({verdict.reason})")
+            salt = secrets.token_bytes(32)
+            transcript = verdict.transcript_hash or bytes(32)
+            h = keccak256(encode(["uint256", "address", "bool", "bytes32", "bytes32"],
+                                 [unit_id, validator.address, verdict.accept, transcript, salt]))
+            self._tx(validator, "TaskPool", "commitVerdict", unit_id, h)
+            reveals.append((validator, int(segment), verdict.accept, transcript, salt))
+        for validator, segment, accept, transcript, salt in reveals:
+            start, end = manifest.state_hashes[segment], manifest.state_hashes[segment + 1]
+            self._tx(validator, "TaskPool", "revealVerdict", unit_id, accept, transcript, salt, start, end,
+                     manifest.transcript_commits[segment], manifest.proof(segment))
+        self.result.seconds["verification"] = time.perf_counter() - t_verify
+        self.report("verdicts revealed; challenge window open")
+
+        self._advance(int(self.protocol_param("challengeWindow")) + 1)
+        self._tx(self.deployer, "TaskPool", "finalize", unit_id)
+        self.result.unit_status = int(pool.call("getUnit", unit_id)[self._unit_field("status")])
+        for actor in [self.requester, self.solver, *chosen]:
+            if int(pool.call("credit", actor.address)) > 0:
+                self._tx(actor, "TaskPool", "claimCredit")
+        self.result.balances_after = self._balances()
+        self.result.accuracy = accuracy(trainer, held_out)
+        registry = self.protocol.bind("NodeRegistry")
+        for actor in [self.solver, *self.validators]:
+            self.result.slashed[actor.name] = 1000 * E18 - int(registry.call("bondedOf", actor.address))
+        self.result.seconds["total"] = time.perf_counter() - t0
+        return self.result
+
+    def protocol_param(self, name: str) -> int:
+        return int(self.protocol.deployment["params"][name]) if self.protocol.deployment else 0
+
+    def _unit_field(self, name: str) -> int:
+        fields = [o["name"] for o in self._unit_abi()]
+        return fields.index(name)
+
+    def _unit_abi(self) -> list[dict[str, Any]]:
+        abi: list[dict[str, Any]] = list(self.protocol["TaskPool"].abi)  # type: ignore[arg-type]
+        fn = next(e for e in abi if e.get("name") == "getUnit")
+        return list(fn["outputs"][0]["components"])
+
+
+def accuracy(trainer: Any, held_out: Any) -> float:
+    """Share of held-out examples the trained model classifies correctly."""
+    import numpy as np
+    import torch
+
+    from gensyn_py.train.data import to_tensors
+
+    x, y = to_tensors(held_out, np.arange(held_out.num_examples), trainer.device)
+    with torch.no_grad():
+        predictions = trainer.model(x).argmax(dim=-1)
+    return float((predictions == y).float().mean())
+
+
+def default_store(root: Path) -> ContentStore:
+    from gensyn_py.storage.local import LocalStore
+
+    return LocalStore(root)
+
+
+__all__ = ["UnitStatus", "Walkthrough", "WalkthroughResult", "default_store"]
