@@ -18,6 +18,6 @@ cat > "$venv/bin/solc" <<WRAP
 SOLC_INCLUDE="$root:$root/node_modules" exec node "$root/gensyn_py/chain/solc_cli.cjs" "\$@"
 WRAP
 chmod +x "$venv/bin/solc"
-if ! "$venv/bin/brownie" networks list 2>/dev/null | grep -q "gensyn-anvil\b"; then
+if ! grep -qE "^\s*id: gensyn-anvil\s*$" "$HOME/.brownie/network-config.yaml" 2>/dev/null; then
   "$venv/bin/brownie" networks add Ethereum gensyn-anvil host=http://127.0.0.1:8545 chainid=31337 >/dev/null
 fi

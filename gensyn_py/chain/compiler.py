@@ -46,7 +46,11 @@ class CompileResult:
 def _source_key(path: Path, root: Path) -> str:
     """Sources under the project root are named relative to it; others keep their absolute path."""
     resolved = path.resolve()
-    return resolved.relative_to(root.resolve()).as_posix() if resolved.is_relative_to(root.resolve()) else resolved.as_posix()
+    return (
+        resolved.relative_to(root.resolve()).as_posix()
+        if resolved.is_relative_to(root.resolve())
+        else resolved.as_posix()
+    )
 
 
 def _sources(sources_dir: Path, root: Path) -> dict[str, str]:
@@ -112,7 +116,10 @@ def _run_solcjs(std_input: dict[str, Any], root: Path) -> tuple[str, dict[str, A
         raise ToolchainError("node_modules/solc is missing: run `npm ci` (make setup does)")
     proc = subprocess.run(
         [node, str(SHIM), str(root), str(root / "node_modules")],
-        input=json.dumps(std_input), capture_output=True, text=True, check=False,
+        input=json.dumps(std_input),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         raise ToolchainError(f"solcjs shim failed: {proc.stderr.strip()[-2000:]}")

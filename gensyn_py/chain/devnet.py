@@ -25,6 +25,7 @@ class DevnetInfo:
     pid: int
     chain_id: int
     deployment: dict[str, Any]
+    deployed_now: bool = False
 
 
 def _info_path(devnet_dir: Path) -> Path:
@@ -66,8 +67,10 @@ def up(devnet_dir: Path, deployments_dir: Path, port: int = 8545, fund: int = 10
     deployer = Account.from_key(DEV_KEYS[0])
     artifacts = compile_contracts()
     deployment = existing.deployment if existing else None
-    if deployment is None or not w3.eth.get_code(deployment["contracts"]["GensynToken"]):
+    deployed_now = deployment is None or not w3.eth.get_code(deployment["contracts"]["GensynToken"])
+    if deployed_now:
         deployment = deploy_protocol(w3, deployer, artifacts)
+        assert deployment is not None
         token = w3.eth.contract(deployment["contracts"]["GensynToken"], abi=artifacts["GensynToken"]["abi"])
         for key in DEV_KEYS[:fund]:
             holder = Account.from_key(key).address
@@ -77,7 +80,8 @@ def up(devnet_dir: Path, deployments_dir: Path, port: int = 8545, fund: int = 10
             w3.eth.send_raw_transaction(deployer.sign_transaction(tx).raw_transaction)
         w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
         write_deployment(deployments_dir, deployment)
-    info = DevnetInfo(node.url, node.process.pid, int(w3.eth.chain_id), deployment)
+    assert deployment is not None
+    info = DevnetInfo(node.url, node.process.pid, int(w3.eth.chain_id), deployment, deployed_now)
     _info_path(devnet_dir).write_text(
         json.dumps({"url": info.url, "pid": info.pid, "chainId": info.chain_id, "deployment": deployment}, indent=2)
     )

@@ -25,6 +25,8 @@ def up(settings: Settings, port: int) -> None:
     with console.status("starting anvil and deploying…"):
         info, started = dn.up(settings.devnet_dir, settings.deployments_dir, port=port)
     console.print(f"devnet {'started' if started else 'already running'} at {info.url} (chain {info.chain_id})")
+    if started:
+        console.print("contracts deployed and dev accounts funded" if info.deployed_now else "saved chain state loaded")
     table = Table("contract", "address")
     for name, address in info.deployment["contracts"].items():
         table.add_row(name, address)

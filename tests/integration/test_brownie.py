@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,6 +55,8 @@ def test_brownie_compiles_and_deploys_to_anvil(
     brownie_env: dict[str, str], brownie_network: tuple[str, AnvilNode], tmp_path: Path
 ) -> None:
     network, node = brownie_network
+    # brownie remembers live-network deployments by chain id; this anvil is new, so forget old ones.
+    shutil.rmtree(ROOT / "build" / "brownie" / "deployments", ignore_errors=True)
     _brownie("compile", env=brownie_env)
     assert (ROOT / "build" / "brownie" / "contracts" / "TaskPool.json").exists()
 

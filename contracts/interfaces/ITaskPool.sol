@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {JobParams, Outcome} from "../types/Types.sol";
+
+/// @title TaskPool: job escrow, unit scheduling, verification, settlement and pull payments.
+interface ITaskPool {
+    /// @notice Thrown for an unknown job id.
+    error UnknownJob(uint256 jobId);
+    /// @notice Thrown for an unknown unit id.
+    error UnknownUnit(uint256 unitId);
+    /// @notice Thrown when job parameters are malformed (`field` names the first bad one).
+    error InvalidJobParams(string field);
+    /// @notice Thrown when the caller is not the job's requester.
+    error NotRequester(uint256 jobId, address caller);
+    /// @notice Thrown when the job is not active.
+    error JobNotActive(uint256 jobId, uint8 status);
+    /// @notice Thrown when a unit is in another state than required.
+    error BadUnitStatus(uint256 unitId, uint8 status, uint8 required);
+    /// @notice Thrown when the caller lacks a role.
+    error MissingRole(address node, uint8 role);
+    /// @notice Thrown when the node is jailed.
+    error NodeJailed(address node);
+    /// @notice Thrown when hardware does not meet the unit's needs.
+    error HardwareMismatch(address node, uint256 unitId);
+    /// @notice Thrown when the node's price exceeds the job's maximum.
+    error PriceTooHigh(address node, uint128 price, uint128 maxPrice);
+    /// @notice Thrown when the node's score is below the currently required score.
+    error ScoreTooLow(address node, uint256 score, uint256 required);
+    /// @notice Thrown when the caller is not the unit's solver.
+    error NotSolver(uint256 unitId, address caller);
+    /// @notice Thrown when a deadline has passed.
+    error DeadlinePassed(uint256 unitId, uint64 deadline);
+    /// @notice Thrown when a timeout is triggered too early.
+    error DeadlineNotReached(uint256 unitId, uint64 deadline);
+    /// @notice Thrown when randomness for the unit is not fixed yet.
+    error RandomnessNotReady(uint256 unitId, uint256 readyAtBlock);
+    /// @notice Thrown when validators were already drawn.
+    error AlreadyDrawn(uint256 unitId);
+    /// @notice Thrown when validators were not drawn yet.
+    error NotDrawn(uint256 unitId);
+    /// @notice Thrown when the caller is not a drawn validator of the unit.
+    error NotUnitValidator(uint256 unitId, address caller);
+    /// @notice Thrown on a second verdict commit or reveal.
+    error VerdictAlreadyGiven(uint256 unitId, address validator);
+    /// @notice Thrown when the reveal does not match the committed hash.
+    error VerdictMismatch(uint256 unitId, address validator);
+    /// @notice Thrown when reveals are not open yet.
+    error RevealNotOpen(uint256 unitId, uint64 opensAt);
+    /// @notice Thrown when the Merkle proof of the validator's segment fails.
+    error InvalidSegmentProof(uint256 unitId, uint256 segmentIndex);
+    /// @notice Thrown when an accept reveals a transcript that does not match the committed transcript.
+    error TranscriptMismatch(uint256 unitId, bytes32 transcriptCommit);
+    /// @notice Thrown when a segment index is out of range.
+    error BadSegment(uint256 unitId, uint256 segmentIndex, uint256 numSegments);
+    /// @notice Thrown when the caller is not the dispute resolver.
+    error NotResolver(address caller);
+    /// @notice Thrown when there is no credit to claim.
+    error NoCredit(address account);
+    /// @notice Thrown when wiring twice.
+    error AlreadyWired();
+    /// @notice Thrown when the pool is used before wiring.
+    error NotWired();
+
+    /// @notice A job was submitted and its budget escrowed.
+    event JobSubmitted(uint256 indexed jobId, address indexed requester, bytes32 specHash, string specCid, uint256 budget);
+    /// @notice A job was cancelled; `refund` was credited to the requester.
+    event JobCancelled(uint256 indexed jobId, uint256 refund);
+    /// @notice A job completed; `refund` (unspent budget) was credited to the requester.
+    event JobCompleted(uint256 indexed jobId, uint256 refund);
+    /// @notice A unit opened (aggregation units have `isAggregation`).
+    event UnitOpened(uint256 indexed unitId, uint256 indexed jobId, uint32 round, uint32 shard, bool isAggregation);
+    /// @notice A solver claimed a unit.
+    event UnitClaimed(uint256 indexed unitId, address indexed solver, uint128 price, uint64 commitDeadline);
+    /// @notice A solver missed its commit deadline; the unit reopened.
+    event UnitTimedOut(uint256 indexed unitId, address indexed solver, uint256 penalty);
+    /// @notice The solver committed its work.
+    event UnitCommitted(uint256 indexed unitId, bytes32 checkpointRoot, bytes32 finalStateHash, string manifestCid);
+    /// @notice Randomness was too old; it will be taken from a later block.
+    event SeedRolled(uint256 indexed unitId, uint256 newBaseBlock);
+    /// @notice Validators were drawn; validator i replays `segments[i]`.
+    event ValidatorsDrawn(uint256 indexed unitId, bytes32 seed, address[] validators, uint256[] segments, uint64 commitDeadline, uint64 revealDeadline);
+    /// @notice A validator committed its sealed verdict.
+    event VerdictCommitted(uint256 indexed unitId, address indexed validator);
+    /// @notice A validator revealed its verdict.
+    event VerdictRevealed(uint256 indexed unitId, address indexed validator, bool accept, bytes32 transcriptHash);
+    /// @notice A validator missed the verdict deadlines and was penalised and skipped.
+    event ValidatorNoShow(uint256 indexed unitId, address indexed validator, uint256 penalty);
+    /// @notice The unit passed verification; challenges accepted until `challengeEnd`.
+    event UnitVerified(uint256 indexed unitId, uint64 challengeEnd);
+    /// @notice A dispute was opened over the unit.
+    event UnitDisputed(uint256 indexed unitId, uint256 indexed disputeId, address indexed opener, uint256 segmentIndex);
+    /// @notice A dispute ended.
+    event DisputeSettled(uint256 indexed unitId, uint8 outcome, uint256 pot);
+    /// @notice A unit was reopened after fraud or an undecided dispute.
+    event UnitReopened(uint256 indexed unitId);
+    /// @notice A unit was cancelled with its job.
+    event UnitCancelled(uint256 indexed unitId);
+    /// @notice The unit is final and paid.
+    event UnitFinalized(uint256 indexed unitId, address indexed solver, uint256 solverPay, uint256 validatorPay);
+    /// @notice `account` was credited `amount`.
+    event Credited(address indexed account, uint256 amount);
+    /// @notice `account` withdrew its credit.
+    event CreditClaimed(address indexed account, uint256 amount);
+
+    /// @notice Submit a job, escrowing units * (maxPrice + validatorsPerUnit * validatorFee).
+    function submitJob(JobParams calldata p) external returns (uint256 jobId);
+    /// @notice Cancel a job: open and unopened units are refunded now; in-flight units finish or time out.
+    function cancelJob(uint256 jobId) external;
+    /// @notice Claim an open unit as solver (eligibility + Dutch-auction score).
+    function claim(uint256 unitId) external;
+    /// @notice Reopen an assigned unit whose solver missed the commit deadline (anyone).
+    function timeoutClaim(uint256 unitId) external;
+    /// @notice Post the unit's commitment (solver, before the commit deadline).
+    function commit(uint256 unitId, bytes32 checkpointRoot, bytes32 finalStateHash, string calldata manifestCid) external;
+    /// @notice Fix the seed and draw validators (anyone, from commitBlock + 2).
+    function drawValidators(uint256 unitId) external;
+    /// @notice Commit h = keccak256(abi.encode(unitId, validator, accept, transcriptHash, salt)).
+    function commitVerdict(uint256 unitId, bytes32 h) external;
+    /// @notice Reveal a verdict with the Merkle proof of the validator's segment.
+    function revealVerdict(
+        uint256 unitId,
+        bool accept,
+        bytes32 transcriptHash,
+        bytes32 salt,
+        bytes32 startHash,
+        bytes32 endHash,
+        bytes32 transcriptCommit,
+        bytes32[] calldata proof
+    ) external;
+    /// @notice After the reveal deadline: penalise no-shows and move the unit to Verified (anyone).
+    function closeVerdicts(uint256 unitId) external;
+    /// @notice Challenge a verified unit's segment, posting the challenge bond (challenger role).
+    function challenge(uint256 unitId, uint256 segmentIndex) external;
+    /// @notice Finalize a verified unit after its challenge window and pay everyone (anyone).
+    function finalize(uint256 unitId) external;
+    /// @notice Resolver callback with the outcome and the committee members to reward.
+    function onDisputeResolved(uint256 unitId, Outcome outcome, address[] calldata winners) external;
+    /// @notice Withdraw the caller's credit.
+    function claimCredit() external;
+
+    /// @notice Escrow outstanding over all jobs.
+    function totalEscrow() external view returns (uint256);
+    /// @notice Challenger bonds held.
+    function totalBonds() external view returns (uint256);
+    /// @notice Unclaimed credit.
+    function totalCredit() external view returns (uint256);
+    /// @notice Credit of `account`.
+    function credit(address account) external view returns (uint256);
+}

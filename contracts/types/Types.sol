@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+/// @notice A node's declared hardware; `deviceClass` must match for exact replay.
+struct Hardware {
+    uint8 deviceClass;
+    uint32 memoryMb;
+    uint64 throughput;
+    uint128 pricePerUnit;
+}
+
+/// @notice What a requester submits.
+struct JobParams {
+    bytes32 specHash;
+    string specCid;
+    uint32 rounds;
+    uint32 shards;
+    uint32 stepsPerUnit;
+    uint32 checkpointInterval;
+    uint8 deviceClass;
+    uint32 minMemoryMb;
+    uint64 minThroughput;
+    uint128 maxPricePerUnit;
+    uint128 collateralPerUnit;
+    uint64 commitWindow; // seconds a solver has between claim and commit
+}
+
+enum JobStatus { None, Active, Completed, Cancelled }
+
+enum UnitStatus { None, Open, Assigned, Committed, Verified, Disputed, Final, Cancelled }
+
+/// @notice Outcome reported by a dispute resolver.
+enum Outcome { None, SolverHonest, SolverFraud, NoQuorum }
+
+/// @notice Protocol parameters of a TaskPool (fixed at deployment).
+struct PoolParams {
+    uint16 validatorsPerUnit; // validators drawn per unit (default 2)
+    uint16 livenessPenaltyBps; // share of collateral/bond taken for a missed deadline
+    uint16 committeeRewardBps; // share of a dispute's slashed pot paid to the winning voters
+    uint64 claimWindow; // seconds for the required claim score to decay from 10000 to 0
+    uint64 verdictCommitWindow; // seconds validators have to commit verdicts after the draw
+    uint64 revealWindow; // seconds after the commit window to reveal
+    uint64 challengeWindow; // seconds after verification during which challenges are accepted
+    uint64 minCommitWindow; // lower bound on a job's commitWindow
+    uint128 validatorFee; // paid per accepted (or correct) verdict
+    uint128 validatorBond; // stake locked per drawn validator
+    uint128 challengeBond; // tokens a challenger posts
+}

@@ -1,0 +1,120 @@
+"""Deploy and wire the protocol contracts with plain web3.py.
+
+`deploy_protocol` deploys GensynToken, NodeRegistry, TaskPool and DisputeCommittee,
+wires them (TaskPool -> resolver, resolver -> TaskPool, registry authorizes both and
+checks its unbonding delay exceeds the longest exposure) and returns a deployment
+record. Defaults are small windows in seconds, friendly to tests on a local chain.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+from web3 import Web3
+
+from gensyn_py.errors import TransactionError
+
+DEFAULT_PARAMS: dict[str, int] = {
+    "validatorsPerUnit": 2,
+    "livenessPenaltyBps": 500,
+    "committeeRewardBps": 2000,
+    "claimWindow": 60,
+    "verdictCommitWindow": 60,
+    "revealWindow": 60,
+    "challengeWindow": 60,
+    "minCommitWindow": 30,
+    "validatorFee": 10 * 10**18,
+    "validatorBond": 50 * 10**18,
+    "challengeBond": 50 * 10**18,
+    "committeeSize": 3,
+    "votingPeriod": 120,
+    "unbondingDelay": 600,
+}
+POOL_FIELDS = (
+    "validatorsPerUnit",
+    "livenessPenaltyBps",
+    "committeeRewardBps",
+    "claimWindow",
+    "verdictCommitWindow",
+    "revealWindow",
+    "challengeWindow",
+    "minCommitWindow",
+    "validatorFee",
+    "validatorBond",
+    "challengeBond",
+)
+
+
+def _send(w3: Web3, acct: LocalAccount, tx: dict[str, Any]) -> Any:
+    tx.setdefault("from", acct.address)
+    tx.setdefault("nonce", w3.eth.get_transaction_count(acct.address, "pending"))
+    tx.setdefault("chainId", w3.eth.chain_id)
+    if "gas" not in tx:
+        tx["gas"] = int(w3.eth.estimate_gas(tx) * 1.2) + 50_000  # type: ignore[arg-type]
+    if "maxFeePerGas" not in tx and "gasPrice" not in tx:
+        base = w3.eth.get_block("latest").get("baseFeePerGas", 0) or 0
+        tx["maxPriorityFeePerGas"] = 1
+        tx["maxFeePerGas"] = 2 * base + 1
+    signed = acct.sign_transaction(tx)
+    tx_hash = w3.eth.send_raw_transaction(signed.raw_transaction)
+    receipt = w3.eth.wait_for_transaction_receipt(tx_hash, timeout=60)
+    if receipt["status"] != 1:
+        raise TransactionError(f"transaction {tx_hash.hex()} failed")
+    return receipt
+
+
+def _deploy(w3: Web3, acct: LocalAccount, artifact: dict[str, Any], *args: Any) -> str:
+    factory = w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
+    tx = factory.constructor(*args).build_transaction(
+        {"from": acct.address, "nonce": w3.eth.get_transaction_count(acct.address, "pending")}
+    )
+    receipt = _send(w3, acct, dict(tx))
+    return str(receipt["contractAddress"])
+
+
+def _call(w3: Web3, acct: LocalAccount, artifact: dict[str, Any], address: str, fn: str, *args: Any) -> None:
+    contract = w3.eth.contract(address=Web3.to_checksum_address(address), abi=artifact["abi"])
+    tx = getattr(contract.functions, fn)(*args).build_transaction(
+        {"from": acct.address, "nonce": w3.eth.get_transaction_count(acct.address, "pending")}
+    )
+    _send(w3, acct, dict(tx))
+
+
+def deploy_protocol(
+    w3: Web3, deployer: LocalAccount, artifacts: dict[str, dict[str, Any]], params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Deploy and wire every contract; returns {"chainId", "contracts": {name: address}, "params"}."""
+    p = {**DEFAULT_PARAMS, **(params or {})}
+    me = deployer.address
+    token = _deploy(w3, deployer, artifacts["GensynToken"], me)
+    registry = _deploy(w3, deployer, artifacts["NodeRegistry"], token, p["unbondingDelay"], me)
+    pool_params = tuple(int(p[k]) for k in POOL_FIELDS)
+    pool = _deploy(w3, deployer, artifacts["TaskPool"], token, registry, pool_params, me)
+    committee = _deploy(
+        w3, deployer, artifacts["DisputeCommittee"], registry, p["committeeSize"], p["votingPeriod"], me
+    )
+    _call(w3, deployer, artifacts["TaskPool"], pool, "wire", committee)
+    _call(w3, deployer, artifacts["DisputeCommittee"], committee, "wire", pool)
+    exposure = (
+        w3.eth.contract(address=Web3.to_checksum_address(pool), abi=artifacts["TaskPool"]["abi"])
+        .functions.longestExposure()
+        .call()
+    )
+    _call(w3, deployer, artifacts["NodeRegistry"], registry, "wire", [pool, committee], exposure)
+    return {
+        "chainId": w3.eth.chain_id,
+        "contracts": {"GensynToken": token, "NodeRegistry": registry, "TaskPool": pool, "DisputeCommittee": committee},
+        "params": p,
+    }
+
+
+def write_deployment(path_dir: str | Path, info: dict[str, Any]) -> Path:
+    """Write `info` to <path_dir>/<chainId>.json and return the path."""
+    out_dir = Path(path_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{info['chainId']}.json"
+    path.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
+    return path

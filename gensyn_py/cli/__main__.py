@@ -1,0 +1,3 @@
+from gensyn_py.cli.main import cli
+
+cli()

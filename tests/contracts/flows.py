@@ -1,0 +1,57 @@
+"""Multi-step protocol plays used by several tests (each checks conservation after every step)."""
+
+from __future__ import annotations
+
+from eth_account.signers.local import LocalAccount
+from eth_utils import keccak
+
+from tests.contracts.helpers import COMMITTED, Protocol, Work
+
+
+def claim_and_commit(p: Protocol, unit_id: int, solver: LocalAccount, work: Work) -> None:
+    p.advance(p.params["claimWindow"])  # the required score has decayed to 0
+    p.tx(solver, p.pool.functions.claim(unit_id))
+    p.check_conservation()
+    p.tx(solver, p.pool.functions.commit(unit_id, work.root, work.final_hash, "bafymanifest"))
+    p.check_conservation()
+    p.mine(2)
+    p.tx(p.accounts[9], p.pool.functions.drawValidators(unit_id))
+    p.check_conservation()
+
+
+def commit_verdicts(p: Protocol, unit_id: int, verdicts: dict[str, tuple[bool, bytes]]) -> None:
+    """verdicts: validator address -> (accept, transcriptHash)."""
+    for addr, (accept, th) in verdicts.items():
+        salt = keccak(b"salt" + bytes.fromhex(addr[2:]))
+        h = p.verdict_hash(unit_id, addr, accept, th, salt)
+        p.tx(p.by_address(addr), p.pool.functions.commitVerdict(unit_id, h))
+        p.check_conservation()
+
+
+def reveal(p: Protocol, unit_id: int, addr: str, accept: bool, th: bytes, work: Work) -> None:
+    validators = p.unit(unit_id)["validators"]
+    seg = p.segment_of(unit_id, validators.index(addr))
+    start, end, committed_transcript = work.segments[seg]
+    salt = keccak(b"salt" + bytes.fromhex(addr[2:]))
+    from tests.contracts.helpers import transcript_commit
+
+    p.tx(
+        p.by_address(addr),
+        p.pool.functions.revealVerdict(
+            unit_id, accept, th, salt, start, end, transcript_commit(committed_transcript), work.proof(seg)
+        ),
+    )
+    p.check_conservation()
+
+
+def honest_unit(p: Protocol, unit_id: int, solver: LocalAccount, work: Work) -> None:
+    claim_and_commit(p, unit_id, solver, work)
+    assert p.unit(unit_id)["status"] == COMMITTED
+    validators = p.unit(unit_id)["validators"]
+    truth = {v: (True, work.segments[p.segment_of(unit_id, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, unit_id, truth)
+    for v, (acc, th) in truth.items():
+        reveal(p, unit_id, v, acc, th, work)
+    p.advance(p.params["challengeWindow"] + 1)
+    p.tx(p.accounts[9], p.pool.functions.finalize(unit_id))
+    p.check_conservation()

@@ -1,0 +1,275 @@
+"""Shared helpers for contract tests: a protocol handle, revert decoding, time travel,
+segment Merkle trees in the on-chain format, and the money-conservation check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eth_abi import decode, encode
+from eth_account.signers.local import LocalAccount
+from eth_utils import keccak
+from web3 import Web3
+from web3.logs import DISCARD
+
+from gensyn_py.chain.deploy import deploy_protocol
+from gensyn_py.errors import ContractRevert, TransactionError
+
+E18 = 10**18
+SOLVER, VALIDATOR, CHALLENGER = 1, 2, 4
+# UnitStatus
+OPEN, ASSIGNED, COMMITTED, VERIFIED, DISPUTED, FINAL, CANCELLED = 1, 2, 3, 4, 5, 6, 7
+GAS = 5_000_000
+
+
+def error_table(artifacts: dict[str, dict[str, Any]]) -> dict[bytes, tuple[str, list[str], list[str]]]:
+    table: dict[bytes, tuple[str, list[str], list[str]]] = {}
+    for art in artifacts.values():
+        for item in art["abi"]:
+            if item.get("type") != "error":
+                continue
+            types = [_abi_type(i) for i in item["inputs"]]
+            sig = f"{item['name']}({','.join(types)})"
+            table[keccak(text=sig)[:4]] = (item["name"], types, [i["name"] for i in item["inputs"]])
+    return table
+
+
+def _abi_type(inp: dict[str, Any]) -> str:
+    if inp["type"].startswith("tuple"):
+        inner = ",".join(_abi_type(c) for c in inp["components"])
+        return f"({inner}){inp['type'][5:]}"
+    return str(inp["type"])
+
+
+def decode_revert(table: dict[bytes, Any], data: str | bytes) -> ContractRevert:
+    raw = bytes.fromhex(data[2:]) if isinstance(data, str) else bytes(data)
+    sel = raw[:4]
+    if sel in table:
+        name, types, names = table[sel]
+        values = [
+            Web3.to_checksum_address(v) if t == "address" else v
+            for t, v in zip(types, decode(types, raw[4:]), strict=True)
+        ]
+        return ContractRevert(name, dict(zip(names, values, strict=True)))
+    if sel == keccak(text="Error(string)")[:4]:
+        return ContractRevert("Error", {"message": decode(["string"], raw[4:])[0]})
+    if sel == keccak(text="Panic(uint256)")[:4]:
+        return ContractRevert("Panic", {"code": decode(["uint256"], raw[4:])[0]})
+    return ContractRevert("Unknown", {"data": raw.hex()})
+
+
+def leaf(j: int, start: bytes, end: bytes, tcommit: bytes) -> bytes:
+    return keccak(keccak(encode(["uint256", "bytes32", "bytes32", "bytes32"], [j, start, end, tcommit])))
+
+
+def transcript_commit(transcript_hash: bytes) -> bytes:
+    return keccak(encode(["bytes32"], [transcript_hash]))
+
+
+def _hash_pair(a: bytes, b: bytes) -> bytes:
+    return keccak(a + b) if a < b else keccak(b + a)
+
+
+def merkle(leaves: list[bytes]) -> tuple[bytes, list[list[bytes]]]:
+    """Root and per-leaf proofs for OpenZeppelin's commutative-keccak MerkleProof (odd node promoted)."""
+    proofs: list[list[bytes]] = [[] for _ in leaves]
+    level = [(h, [i]) for i, h in enumerate(leaves)]
+    while len(level) > 1:
+        nxt = []
+        for k in range(0, len(level), 2):
+            if k + 1 == len(level):
+                nxt.append(level[k])
+                continue
+            (a, ia), (b, ib) = level[k], level[k + 1]
+            for i in ia:
+                proofs[i].append(b)
+            for i in ib:
+                proofs[i].append(a)
+            nxt.append((_hash_pair(a, b), ia + ib))
+        level = nxt
+    return level[0][0], proofs
+
+
+@dataclass
+class Work:
+    """A solver's committed work: per-segment (start, end, transcriptHash)."""
+
+    segments: list[tuple[bytes, bytes, bytes]]
+
+    @classmethod
+    def honest(cls, n: int, tag: bytes = b"honest") -> Work:
+        states = [keccak(tag + b"state" + bytes([i])) for i in range(n + 1)]
+        return cls([(states[i], states[i + 1], keccak(tag + b"transcript" + bytes([i]))) for i in range(n)])
+
+    def leaves(self) -> list[bytes]:
+        return [leaf(j, s, e, transcript_commit(t)) for j, (s, e, t) in enumerate(self.segments)]
+
+    @property
+    def root(self) -> bytes:
+        return merkle(self.leaves())[0]
+
+    def proof(self, j: int) -> list[bytes]:
+        return merkle(self.leaves())[1][j]
+
+    @property
+    def final_hash(self) -> bytes:
+        return self.segments[-1][1]
+
+
+class Protocol:
+    """Deployed contracts plus helpers to transact, expect reverts and check conservation."""
+
+    def __init__(
+        self, w3: Web3, accounts: list[LocalAccount], artifacts: dict[str, dict[str, Any]], params: dict | None = None
+    ):
+        self.w3 = w3
+        self.accounts = accounts
+        self.artifacts = artifacts
+        self.deployer = accounts[0]
+        self.info = deploy_protocol(w3, self.deployer, artifacts, params)
+        self.params = self.info["params"]
+        self.errors = error_table(artifacts)
+        c = self.info["contracts"]
+        self.token = self._c("GensynToken", c["GensynToken"])
+        self.registry = self._c("NodeRegistry", c["NodeRegistry"])
+        self.pool = self._c("TaskPool", c["TaskPool"])
+        self.committee = self._c("DisputeCommittee", c["DisputeCommittee"])
+        self.gas_used = 0
+
+    def _c(self, name: str, address: str) -> Any:
+        return self.w3.eth.contract(address=Web3.to_checksum_address(address), abi=self.artifacts[name]["abi"])
+
+    # -- transactions
+    def tx(self, acct: LocalAccount, fn: Any) -> Any:
+        """Static call first (revert -> ContractRevert), then send and check the receipt."""
+        tx = fn.build_transaction(
+            {
+                "from": acct.address,
+                "gas": GAS,
+                "nonce": self.w3.eth.get_transaction_count(acct.address),
+                "maxFeePerGas": 10**11,
+                "maxPriorityFeePerGas": 1,
+            }
+        )
+        call = {"from": acct.address, "to": tx["to"], "data": tx["data"], "gas": hex(GAS)}
+        res = self.w3.provider.make_request("eth_call", [call, "latest"])  # type: ignore[arg-type]
+        if "error" in res:
+            data = res["error"].get("data")
+            if isinstance(data, dict):
+                data = data.get("data")
+            if not data:
+                raise ContractRevert("Unknown", {"message": res["error"].get("message")})
+            raise decode_revert(self.errors, data)
+        signed = acct.sign_transaction(tx)
+        receipt = self.w3.eth.wait_for_transaction_receipt(self.w3.eth.send_raw_transaction(signed.raw_transaction))
+        if receipt["status"] != 1:
+            raise TransactionError("mined but failed")
+        self.gas_used += receipt["gasUsed"]
+        return receipt
+
+    def events(self, receipt: Any, contract: Any, name: str) -> list[Any]:
+        return list(getattr(contract.events, name)().process_receipt(receipt, errors=DISCARD))
+
+    # -- chain control
+    def advance(self, seconds: int) -> None:
+        self.w3.provider.make_request("evm_increaseTime", [seconds])  # type: ignore[arg-type]
+        self.w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+
+    def mine(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+
+    # -- setup
+    def fund(self, acct: LocalAccount, amount: int) -> None:
+        self.tx(self.deployer, self.token.functions.mint(acct.address, amount))
+        for spender in (self.registry, self.pool):
+            self.tx(acct, self.token.functions.approve(spender.address, 2**256 - 1))
+
+    def node(
+        self,
+        acct: LocalAccount,
+        roles: int,
+        stake: int = 1000 * E18,
+        device: int = 1,
+        mem: int = 16000,
+        throughput: int = 100,
+        price: int = 100 * E18,
+    ) -> None:
+        self.fund(acct, stake + 1000 * E18)
+        self.tx(acct, self.registry.functions.register(roles, (device, mem, throughput, price)))
+        self.tx(acct, self.registry.functions.stake(stake))
+
+    def job_params(self, **kw: Any) -> tuple:
+        p = {
+            "specHash": keccak(b"spec"),
+            "specCid": "bafyspec",
+            "rounds": 1,
+            "shards": 1,
+            "stepsPerUnit": 8,
+            "checkpointInterval": 2,
+            "deviceClass": 1,
+            "minMemoryMb": 8000,
+            "minThroughput": 50,
+            "maxPricePerUnit": 200 * E18,
+            "collateralPerUnit": 300 * E18,
+            "commitWindow": 60,
+        }
+        p.update(kw)
+        return tuple(p.values())
+
+    def submit(self, requester: LocalAccount, **kw: Any) -> int:
+        rc = self.tx(requester, self.pool.functions.submitJob(self.job_params(**kw)))
+        return int(self.events(rc, self.pool, "JobSubmitted")[0]["args"]["jobId"])
+
+    def unit(self, unit_id: int) -> dict[str, Any]:
+        u = self.pool.functions.getUnit(unit_id).call()
+        keys = [
+            "jobId",
+            "round",
+            "shard",
+            "status",
+            "solver",
+            "price",
+            "openedAt",
+            "deadline",
+            "seedBlock",
+            "commitDeadline",
+            "revealDeadline",
+            "drawn",
+            "committed",
+            "revealed",
+            "checkpointRoot",
+            "seed",
+            "opener",
+            "challenger",
+            "disputeId",
+            "validators",
+        ]
+        return dict(zip(keys, u, strict=True))
+
+    def segment_of(self, unit_id: int, slot: int) -> int:
+        u = self.unit(unit_id)
+        n = self.pool.functions.numSegments(unit_id).call()
+        return int.from_bytes(keccak(encode(["bytes32", "uint256"], [u["seed"], slot])), "big") % n
+
+    def verdict_hash(self, unit_id: int, validator: str, accept: bool, transcript: bytes, salt: bytes) -> bytes:
+        return keccak(
+            encode(["uint256", "address", "bool", "bytes32", "bytes32"], [unit_id, validator, accept, transcript, salt])
+        )
+
+    def by_address(self, addr: str) -> LocalAccount:
+        return next(a for a in self.accounts if a.address == addr)
+
+    # -- invariant
+    def check_conservation(self) -> None:
+        bal = self.token.functions.balanceOf
+        pool_bal = bal(self.pool.address).call()
+        reg_bal = bal(self.registry.address).call()
+        com_bal = bal(self.committee.address).call()
+        escrow = self.pool.functions.totalEscrow().call()
+        bonds = self.pool.functions.totalBonds().call()
+        credit = self.pool.functions.totalCredit().call()
+        staked = self.registry.functions.totalStaked().call()
+        assert pool_bal + reg_bal + com_bal == escrow + bonds + credit + staked
+        assert pool_bal == escrow + bonds + credit
+        assert reg_bal == staked
