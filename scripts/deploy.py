@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from brownie import (  # type: ignore[attr-defined]
+from brownie import (
     DisputeCommittee,
     GensynToken,
     NodeRegistry,
