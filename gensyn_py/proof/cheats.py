@@ -1,0 +1,175 @@
+"""A library of dishonest solvers, for tests and benchmarks.
+
+Each cheat produces a commitment that looks well-formed (the manifest parses,
+the root matches the manifest) but whose work differs from the honest unit in
+a way replay must catch. `CHEATS` maps a name to a function with the same
+signature as the honest `solve`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from gensyn_py.proof.commitment import Manifest, UnitCommitment
+from gensyn_py.proof.state import encode_state, state_hash_of_bytes
+from gensyn_py.proof.unit import commit_segments, publish
+from gensyn_py.train.trainer import Trainer
+
+if TYPE_CHECKING:
+    import torch
+
+    from gensyn_py.storage.base import ContentStore
+    from gensyn_py.train.data import Dataset
+    from gensyn_py.train.spec import JobSpec
+
+Solve = Callable[["JobSpec", "Dataset", "ContentStore", int, int, int], UnitCommitment]
+FAKED_SEGMENT = 1  # cheats that fake part of the work fake this segment (and after)
+
+
+def solve(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int, shard: int,
+          global_weights: Mapping[str, torch.Tensor] | None = None) -> UnitCommitment:
+    """The honest solver."""
+    return commit_segments(Trainer(spec, dataset, round_, shard, "cpu", global_weights), store, job_id)
+
+
+class _SkippingTrainer(Trainer):
+    """Claims every step but skips the update on the steps `skip(step)` selects."""
+
+    def __init__(self, skip: Callable[[int], bool], *args: object, **kw: object) -> None:
+        super().__init__(*args, **kw)  # type: ignore[arg-type]
+        self._skip = skip
+        self._last = 0.0
+
+    def train_step(self) -> float:
+        if self._skip(self.step):
+            self.step += 1
+            return self._last
+        self._last = super().train_step()
+        return self._last
+
+
+def skipped_steps(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+                  shard: int) -> UnitCommitment:
+    """Skips one step in the faked segment."""
+    first = FAKED_SEGMENT * spec.checkpoint_interval
+    t = _SkippingTrainer(lambda s: s == first, spec, dataset, round_, shard, "cpu")
+    return commit_segments(t, store, job_id)
+
+
+def fewer_steps(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+                shard: int) -> UnitCommitment:
+    """Does only every other step from the faked segment on."""
+    first = FAKED_SEGMENT * spec.checkpoint_interval
+    t = _SkippingTrainer(lambda s: s >= first and s % 2 == 1, spec, dataset, round_, shard, "cpu")
+    return commit_segments(t, store, job_id)
+
+
+class _OtherDataTrainer(Trainer):
+    def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if step >= FAKED_SEGMENT * self.spec.checkpoint_interval:
+            return super().batch(step + 10_000)  # a different (cheaper to pick) batch
+        return super().batch(step)
+
+
+def other_data(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+               shard: int) -> UnitCommitment:
+    """Trains the faked segments on batches other than the seeded ones."""
+    return commit_segments(_OtherDataTrainer(spec, dataset, round_, shard, "cpu"), store, job_id)
+
+
+def noisy_weights(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+                  shard: int) -> UnitCommitment:
+    """Adds tiny noise to the weights at the end of the faked segment."""
+    import torch
+
+    def hook(index: int, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        if index != FAKED_SEGMENT + 1:
+            return state
+        g = torch.Generator().manual_seed(1234)
+        return {k: v + 1e-6 * torch.randn(v.shape, generator=g) if k.startswith("model/") else v
+                for k, v in state.items()}
+
+    t = Trainer(spec, dataset, round_, shard, "cpu")
+    return commit_segments(t, store, job_id, state_hook=hook)
+
+
+def copied_unit(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+                shard: int) -> UnitCommitment:
+    """Replays another shard's honest checkpoints and relabels them as this unit."""
+    other = (shard + 1) % spec.shards
+    honest = solve(spec, dataset, store, job_id, round_, other)
+    return publish(replace(honest.manifest, shard=shard), store)
+
+
+class _LowPrecisionTrainer(Trainer):
+    def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        import torch
+
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            return super().loss(x, y).float()
+
+
+def low_precision(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+                  shard: int) -> UnitCommitment:
+    """Computes forward and backward in bfloat16 but claims float32."""
+    return commit_segments(_LowPrecisionTrainer(spec, dataset, round_, shard, "cpu"), store, job_id)
+
+
+class _WrongLrTrainer(Trainer):
+    def learning_rate(self, step: int) -> float:
+        return 2 * super().learning_rate(step)
+
+
+def wrong_lr(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+             shard: int) -> UnitCommitment:
+    """Trains with twice the specified learning rate, committing under the real spec."""
+    return commit_segments(_WrongLrTrainer(spec, dataset, round_, shard, "cpu"), store, job_id)
+
+
+def tampered_checkpoint(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+                        shard: int) -> UnitCommitment:
+    """Commits honest hashes but serves altered bytes for the faked segment's start checkpoint."""
+    honest = solve(spec, dataset, store, job_id, round_, shard)
+    m = honest.manifest
+    cids = list(m.checkpoint_cids)
+    cids[FAKED_SEGMENT] = store.put(_alter(store.get(cids[FAKED_SEGMENT])))
+    return publish(replace(m, checkpoint_cids=tuple(cids)), store)
+
+
+def uncommitted_checkpoint(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+                           shard: int) -> UnitCommitment:
+    """Posts the honest root on-chain but a manifest whose checkpoint differs from it."""
+    honest = solve(spec, dataset, store, job_id, round_, shard)
+    m = honest.manifest
+    altered = _alter(store.get(m.checkpoint_cids[FAKED_SEGMENT]))
+    cids, hashes = list(m.checkpoint_cids), list(m.state_hashes)
+    cids[FAKED_SEGMENT] = store.put(altered)
+    hashes[FAKED_SEGMENT] = state_hash_of_bytes(altered)
+    fake: Manifest = replace(m, checkpoint_cids=tuple(cids), state_hashes=tuple(hashes))
+    published = publish(fake, store)
+    return UnitCommitment(honest.checkpoint_root, honest.final_state_hash, published.manifest_cid, fake)
+
+
+def _alter(data: bytes) -> bytes:
+    from gensyn_py.proof.state import decode_state
+
+    state = decode_state(data)
+    key = sorted(k for k in state if k.startswith("model/"))[0]
+    state[key] = state[key].clone()
+    state[key].view(-1)[0] += 0.5
+    return encode_state(state)
+
+
+CHEATS: dict[str, Solve] = {
+    "skipped_steps": skipped_steps,
+    "fewer_steps": fewer_steps,
+    "other_data": other_data,
+    "noisy_weights": noisy_weights,
+    "copied_unit": copied_unit,
+    "low_precision": low_precision,
+    "wrong_lr": wrong_lr,
+    "tampered_checkpoint": tampered_checkpoint,
+    "uncommitted_checkpoint": uncommitted_checkpoint,
+}

@@ -1,0 +1,31 @@
+"""Hash primitives shared by the proof modules: keccak256 (EVM) and sha256 (state hashes)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from eth_hash.auto import keccak
+
+
+def keccak256(data: bytes) -> bytes:
+    """The EVM's keccak256 of `data` (32 bytes)."""
+    return bytes(keccak(data))
+
+
+def sha256(data: bytes) -> bytes:
+    """SHA-256 of `data` (32 bytes)."""
+    return hashlib.sha256(data).digest()
+
+
+def uint256(value: int) -> bytes:
+    """abi.encode(uint256 value)."""
+    if not 0 <= value < 2**256:
+        raise ValueError(f"uint256 out of range: {value}")
+    return value.to_bytes(32, "big")
+
+
+def bytes32(value: bytes) -> bytes:
+    """abi.encode(bytes32 value), checking the length."""
+    if len(value) != 32:
+        raise ValueError(f"bytes32 must be 32 bytes, got {len(value)}")
+    return value

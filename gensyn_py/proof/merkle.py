@@ -1,0 +1,64 @@
+"""Merkle trees compatible with OpenZeppelin's MerkleProof.
+
+Internal nodes hash the sorted pair (commutative keccak256); an odd node at
+the end of a level is promoted unchanged. Leaves are given already hashed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gensyn_py.errors import VerificationError
+from gensyn_py.proof.hashing import keccak256
+
+
+def hash_pair(a: bytes, b: bytes) -> bytes:
+    """OpenZeppelin Hashes.commutativeKeccak256."""
+    return keccak256(a + b if a < b else b + a)
+
+
+def _levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
+    if not leaves:
+        raise VerificationError("a Merkle tree needs at least one leaf")
+    for leaf in leaves:
+        if len(leaf) != 32:
+            raise VerificationError(f"Merkle leaves are 32 bytes, got {len(leaf)}")
+    levels = [list(leaves)]
+    while len(levels[-1]) > 1:
+        cur = levels[-1]
+        nxt = [hash_pair(cur[i], cur[i + 1]) for i in range(0, len(cur) - 1, 2)]
+        if len(cur) % 2:
+            nxt.append(cur[-1])
+        levels.append(nxt)
+    return levels
+
+
+def merkle_root(leaves: Sequence[bytes]) -> bytes:
+    return _levels(leaves)[-1][0]
+
+
+def merkle_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:
+    """Sibling hashes from leaf `index` up to the root (promoted levels contribute nothing)."""
+    levels = _levels(leaves)
+    if not 0 <= index < len(leaves):
+        raise VerificationError(f"leaf index {index} out of range for {len(leaves)} leaves")
+    proof: list[bytes] = []
+    for level in levels[:-1]:
+        sibling = index ^ 1
+        if sibling < len(level):
+            proof.append(level[sibling])
+        index //= 2
+    return proof
+
+
+def process_proof(leaf: bytes, proof: Sequence[bytes]) -> bytes:
+    """OpenZeppelin MerkleProof.processProof."""
+    node = leaf
+    for sibling in proof:
+        node = hash_pair(node, sibling)
+    return node
+
+
+def verify_proof(leaf: bytes, proof: Sequence[bytes], root: bytes) -> bool:
+    """OpenZeppelin MerkleProof.verify."""
+    return process_proof(leaf, proof) == root

@@ -1,0 +1,119 @@
+"""The validator's side: check one committed segment by replaying it bit for bit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gensyn_py.errors import GensynError, StorageError, TrainingError, VerificationError
+from gensyn_py.proof.commitment import Manifest, segment_leaf, transcript_commit, transcript_hash
+from gensyn_py.proof.merkle import verify_proof
+from gensyn_py.proof.state import decode_state, state_hash, state_hash_of_bytes
+
+if TYPE_CHECKING:
+    import torch
+
+    from gensyn_py.storage.base import ContentStore
+    from gensyn_py.train.data import Dataset
+    from gensyn_py.train.spec import JobSpec
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """accept, the replayed transcript hash (the commit-reveal secret), and why."""
+
+    accept: bool
+    segment: int
+    transcript_hash: bytes | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class UnitRef:
+    """Which unit a commitment claims to be, as the chain records it."""
+
+    job_id: int
+    round: int
+    shard: int
+    checkpoint_root: bytes
+
+
+def replay_segment(
+    spec: JobSpec,
+    dataset: Dataset,
+    store: ContentStore,
+    unit: UnitRef,
+    manifest: Manifest,
+    segment: int,
+    device: str | None = None,
+    global_weights: Mapping[str, torch.Tensor] | None = None,
+    timeout: float | None = None,
+) -> Verdict:
+    """Replay `segment`; reject on any mismatch. Raises nothing for solver faults."""
+    try:
+        return _replay(spec, dataset, store, unit, manifest, segment, device, global_weights, timeout)
+    except StorageError as e:
+        return Verdict(False, segment, None, f"checkpoint unavailable or corrupt: {e}")
+    except (VerificationError, TrainingError) as e:
+        return Verdict(False, segment, None, str(e))
+
+
+def fetch_manifest(store: ContentStore, cid: str, timeout: float | None = None) -> Manifest:
+    try:
+        return Manifest.from_bytes(store.get(cid, timeout))
+    except GensynError as e:
+        raise VerificationError(f"manifest {cid}: {e}") from None
+
+
+def _reject(segment: int, reason: str) -> Verdict:
+    return Verdict(False, segment, None, reason)
+
+
+def _replay(
+    spec: JobSpec,
+    dataset: Dataset,
+    store: ContentStore,
+    unit: UnitRef,
+    m: Manifest,
+    j: int,
+    device: str | None,
+    global_weights: Mapping[str, torch.Tensor] | None,
+    timeout: float | None,
+) -> Verdict:
+    from gensyn_py.train.trainer import Trainer
+
+    if m.spec_hash != spec.spec_hash():
+        return _reject(j, "manifest names another job spec")
+    if (m.job_id, m.round, m.shard) != (unit.job_id, unit.round, unit.shard):
+        return _reject(j, f"manifest is for job/round/shard {(m.job_id, m.round, m.shard)}")
+    if (m.steps, m.interval) != (spec.steps_per_unit, spec.checkpoint_interval):
+        return _reject(j, f"manifest claims {m.steps} steps every {m.interval}, spec says otherwise")
+    m.check_shape()
+    if not 0 <= j < m.num_segments:
+        return _reject(j, f"segment {j} out of range for {m.num_segments} segments")
+    start_hash, end_hash, commit = m.state_hashes[j], m.state_hashes[j + 1], m.transcript_commits[j]
+    leaf = segment_leaf(j, start_hash, end_hash, commit)
+    # INVARIANT: only data the on-chain root commits to is replayed.
+    if not verify_proof(leaf, m.proof(j), unit.checkpoint_root):
+        return _reject(j, "segment leaf is not in the committed checkpoint root")
+
+    data = store.get(m.checkpoint_cids[j], timeout)
+    if state_hash_of_bytes(data) != start_hash:
+        return _reject(j, "start checkpoint bytes do not match the committed state hash")
+    trainer = Trainer(spec, dataset, unit.round, unit.shard, device, global_weights)
+    if j == 0 and state_hash(trainer.state_dict()) != start_hash:
+        return _reject(j, "segment 0 does not start from the round's agreed initial state")
+    state = decode_state(data)
+    step = int(state["cursor"][2])
+    if step != j * spec.checkpoint_interval:
+        return _reject(j, f"start checkpoint is at step {step}, expected {j * spec.checkpoint_interval}")
+    trainer.load_state_dict(state)
+    losses = trainer.run(spec.checkpoint_interval)
+    replayed_end = state_hash(trainer.state_dict())
+    t_hash = transcript_hash(losses, replayed_end)
+    if replayed_end != end_hash:
+        return Verdict(False, j, t_hash, "replayed end state differs from the committed end state")
+    if transcript_commit(t_hash) != commit:
+        return Verdict(False, j, t_hash, "replayed loss transcript differs from the committed transcript")
+    return Verdict(True, j, t_hash, "segment replays bit for bit")

@@ -1,0 +1,70 @@
+"""Tiny decoder-only transformer language model (nanoGPT-shaped, no dropout)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gensyn_py.errors import SpecError
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Vocabulary, context length, width, heads and layers."""
+
+    vocab_size: int = 32
+    seq_len: int = 16
+    d_model: int = 32
+    n_heads: int = 2
+    n_layers: int = 1
+
+    def check(self) -> None:
+        if self.d_model % self.n_heads:
+            raise SpecError(f"transformer: d_model {self.d_model} not divisible by n_heads {self.n_heads}")
+
+
+def build(cfg: TransformerConfig) -> torch.nn.Module:
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1 = nn.LayerNorm(cfg.d_model)
+            self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+            self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+            self.ln2 = nn.LayerNorm(cfg.d_model)
+            self.fc = nn.Linear(cfg.d_model, 4 * cfg.d_model)
+            self.out = nn.Linear(4 * cfg.d_model, cfg.d_model)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, t, c = x.shape
+            h = cfg.n_heads
+            q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+            q, k, v = (z.view(b, t, h, c // h).transpose(1, 2) for z in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / (c // h) ** 0.5)
+            mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+            att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            y = (att @ v).transpose(1, 2).reshape(b, t, c)
+            x = x + self.proj(y)
+            return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+    class TinyLM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
+            self.pos = nn.Embedding(cfg.seq_len, cfg.d_model)
+            self.blocks = nn.Sequential(*[Block() for _ in range(cfg.n_layers)])
+            self.ln = nn.LayerNorm(cfg.d_model)
+            self.head = nn.Linear(cfg.d_model, cfg.vocab_size)
+
+        def forward(self, idx: torch.Tensor) -> torch.Tensor:
+            pos = torch.arange(idx.shape[1], device=idx.device)
+            x = self.tok(idx) + self.pos(pos)
+            return self.head(self.ln(self.blocks(x)))
+
+    return TinyLM()

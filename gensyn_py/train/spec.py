@@ -1,0 +1,148 @@
+"""The versioned job spec (version 1): declarative, validated, canonically hashed.
+
+Nothing a requester sends is executed or unpickled: a spec is plain JSON
+checked field by field against the model registry and fixed enumerations.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gensyn_py.errors import SpecError
+
+SPEC_VERSION = 1
+MAX_DATASET_BYTES = 512 * 1024 * 1024
+MAX_EXAMPLES = 10_000_000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class ModelSpec(_Strict):
+    family: str
+    sizes: dict[str, int] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known(self) -> ModelSpec:
+        from gensyn_py.train.models import make_config
+
+        make_config(self.family, self.sizes)
+        return self
+
+
+class OptimizerSpec(_Strict):
+    name: Literal["sgd", "adamw"]
+    lr: float = Field(gt=0, le=10)
+    momentum: float = Field(default=0.0, ge=0, lt=1)
+    weight_decay: float = Field(default=0.0, ge=0, lt=1)
+    beta1: float = Field(default=0.9, ge=0, lt=1)
+    beta2: float = Field(default=0.999, ge=0, lt=1)
+    eps: float = Field(default=1e-8, gt=0, lt=1)
+
+
+class ScheduleSpec(_Strict):
+    kind: Literal["constant", "cosine", "linear_warmup"] = "constant"
+    warmup_steps: int = Field(default=0, ge=0)
+    min_lr_ratio: float = Field(default=0.0, ge=0, le=1)
+
+
+class HardwareSpec(_Strict):
+    device_class: Literal["cpu", "cuda"] = "cpu"
+    min_memory_mb: int = Field(default=0, ge=0)
+
+
+class DatasetSpec(_Strict):
+    cid: str = Field(min_length=8, max_length=128, pattern=r"^[A-Za-z0-9]+$")
+    x_shape: list[int] = Field(min_length=1, max_length=4)
+    x_dtype: Literal["float32", "int64"]
+    y_shape: list[int] = Field(default_factory=list, max_length=4)
+    num_examples: int = Field(gt=0, le=MAX_EXAMPLES)
+    size_bytes: int = Field(gt=0, le=MAX_DATASET_BYTES)
+
+    @field_validator("x_shape", "y_shape")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(d <= 0 for d in v):
+            raise ValueError(f"every dimension must be positive, got {v}")
+        return v
+
+
+class JobSpec(_Strict):
+    """Everything needed to train and verify a job, and nothing executable."""
+
+    version: Literal[1] = 1
+    model: ModelSpec
+    optimizer: OptimizerSpec
+    schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
+    batch_size: int = Field(gt=0, le=65536)
+    steps_per_unit: int = Field(gt=0, le=10_000_000)
+    checkpoint_interval: int = Field(gt=0)
+    seed: int = Field(ge=0, lt=2**63)
+    rounds: int = Field(default=1, gt=0, le=10_000)
+    shards: int = Field(default=1, gt=0, le=10_000)
+    mode: Literal["exact", "repro"] = "exact"
+    threads: int = Field(default=1, gt=0, le=256)
+    hardware: HardwareSpec = Field(default_factory=HardwareSpec)
+    dataset: DatasetSpec
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JobSpec:
+        if self.mode == "repro":
+            raise ValueError("mode 'repro' is not yet supported; use 'exact'")
+        if self.steps_per_unit % self.checkpoint_interval:
+            raise ValueError(
+                f"checkpoint_interval {self.checkpoint_interval} must divide "
+                f"steps_per_unit {self.steps_per_unit}"
+            )
+        if self.schedule.warmup_steps > self.steps_per_unit * self.rounds:
+            raise ValueError("schedule.warmup_steps exceeds the job's total steps")
+        if self.dataset.num_examples < self.shards:
+            raise ValueError(f"{self.dataset.num_examples} examples cannot fill {self.shards} shards")
+        return self
+
+    @property
+    def num_segments(self) -> int:
+        return self.steps_per_unit // self.checkpoint_interval
+
+    def canonical_bytes(self) -> bytes:
+        """Sorted-key compact JSON, UTF-8: the bytes that spec_hash covers."""
+        return canonical_json(self.model_dump(mode="json"))
+
+    def spec_hash(self) -> bytes:
+        """keccak256 of the canonical bytes: the bytes32 spec hash used on-chain."""
+        from gensyn_py.proof.hashing import keccak256
+
+        return keccak256(self.canonical_bytes())
+
+
+def canonical_json(obj: Any) -> bytes:
+    """Sorted keys, no whitespace, ASCII only, no NaN."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
+
+
+def _describe(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "spec"
+        parts.append(f"{where}: {e['msg']}")
+    return "; ".join(parts)
+
+
+def parse_spec(data: bytes | str | dict[str, Any]) -> JobSpec:
+    """Parse and validate a spec from JSON (bytes/str) or a dict; SpecError on anything wrong."""
+    try:
+        obj = json.loads(data) if isinstance(data, bytes | str) else data
+        if not isinstance(obj, dict):
+            raise SpecError("job spec must be a JSON object")
+        if obj.get("version") not in (None, SPEC_VERSION):
+            got = obj.get("version")
+            raise SpecError(f"unsupported spec version {got!r}; this node speaks {SPEC_VERSION}")
+        return JobSpec.model_validate(obj)
+    except json.JSONDecodeError as e:
+        raise SpecError(f"job spec is not valid JSON: {e}") from None
+    except ValidationError as e:
+        raise SpecError(f"invalid job spec: {_describe(e)}") from None

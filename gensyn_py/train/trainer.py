@@ -1,0 +1,203 @@
+"""The Trainer: runs a work unit's steps bit-exactly and exposes its full state.
+
+State covers model, optimizer, RNG and data cursor, so loading any
+checkpoint and continuing gives the same bits as never having stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gensyn_py.errors import TrainingError
+from gensyn_py.train.data import Dataset, batch_indices, shard_indices, to_tensors
+from gensyn_py.train.schedule import lr_at
+
+if TYPE_CHECKING:
+    import torch
+
+    from gensyn_py.train.spec import JobSpec
+
+StepCallback = Callable[[int, int, float], None]  # (step, total, loss)
+CheckpointCallback = Callable[[int, "Trainer"], None]  # (step, trainer)
+
+
+def init_weights(spec: JobSpec) -> dict[str, torch.Tensor]:
+    """The round-0 global model: the registry's init under a generator seeded by the job seed."""
+    import torch
+
+    from gensyn_py.train.models import build_model
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(spec.seed)
+        model = build_model(spec.model.family, spec.model.sizes)
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+class Trainer:
+    """Trains shard `shard` of round `round_` from the round's global weights."""
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        dataset: Dataset,
+        round_: int = 0,
+        shard: int = 0,
+        device: str | None = None,
+        global_weights: Mapping[str, torch.Tensor] | None = None,
+    ) -> None:
+        import torch
+
+        from gensyn_py.train.determinism import configure_exact, pick_device
+        from gensyn_py.train.models import build_model, family
+
+        if not 0 <= round_ < spec.rounds:
+            raise TrainingError(f"round {round_} out of range for {spec.rounds} rounds")
+        configure_exact(spec.threads)
+        self.spec = spec
+        self.dataset = dataset
+        self.round = round_
+        self.shard = shard
+        self.device = pick_device(device)
+        self.task = family(spec.model.family).task
+        self.shard_idx = shard_indices(dataset.num_examples, spec.shards, shard, spec.seed)
+        self.step = 0
+        self._data: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.generator = torch.Generator().manual_seed(_unit_seed(spec.seed, round_, shard))
+        self.model = build_model(spec.model.family, spec.model.sizes)
+        weights = global_weights if global_weights is not None else init_weights(spec)
+        self.model.load_state_dict(dict(weights))
+        self.model.to(self.device)
+        self.optimizer = self._make_optimizer()
+
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        import torch
+
+        o = self.spec.optimizer
+        params = list(self.model.parameters())
+        if o.name == "sgd":
+            return torch.optim.SGD(params, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay,
+                                   foreach=False)
+        return torch.optim.AdamW(params, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps,
+                                 weight_decay=o.weight_decay, foreach=False)
+
+    # ---- one step -------------------------------------------------------------------------
+
+    def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        s = self.spec
+        import torch
+
+        idx = batch_indices(self.shard_idx, s.batch_size, s.seed, self.round, self.shard, step)
+        if self._data is None:
+            self._data = to_tensors(self.dataset, np.arange(self.dataset.num_examples), self.device)
+        sel = torch.from_numpy(idx).to(self.device)
+        return self._data[0].index_select(0, sel), self._data[1].index_select(0, sel)
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        from torch.nn import functional as F
+
+        out = self.model(x)
+        if self.task == "lm":
+            return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        return F.cross_entropy(out, y)
+
+    def learning_rate(self, step: int) -> float:
+        return lr_at(self.spec, self.round * self.spec.steps_per_unit + step)
+
+    def train_step(self) -> float:
+        """One optimizer step; returns the loss as a float32 value."""
+        if self.step >= self.spec.steps_per_unit:
+            raise TrainingError(f"unit already ran all {self.spec.steps_per_unit} steps")
+        x, y = self.batch(self.step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate(self.step)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss(x, y)
+        loss.backward()
+        self.optimizer.step()
+        self.step += 1
+        return float(np.float32(loss.detach().float().cpu().item()))
+
+    def run(
+        self,
+        num_steps: int,
+        on_step: StepCallback | None = None,
+        on_checkpoint: CheckpointCallback | None = None,
+        bar: bool = False,
+    ) -> list[float]:
+        """Run `num_steps` steps; call `on_checkpoint` at every multiple of the interval (start included)."""
+        k = self.spec.checkpoint_interval
+        end = self.step + num_steps
+        losses: list[float] = []
+        progress = _bar(num_steps) if bar else None
+        if on_checkpoint is not None and self.step % k == 0:
+            on_checkpoint(self.step, self)
+        while self.step < end:
+            losses.append(self.train_step())
+            if on_step is not None:
+                on_step(self.step, end, losses[-1])
+            if progress is not None:
+                progress.update(1)
+            if on_checkpoint is not None and self.step % k == 0:
+                on_checkpoint(self.step, self)
+        if progress is not None:
+            progress.close()
+        return losses
+
+    # ---- state --------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Flat, CPU, float32 state: model/*, optim/<param>/<key>, rng (uint8), cursor (int64)."""
+        import torch
+
+        state: dict[str, torch.Tensor] = {}
+        for name, t in self.model.state_dict().items():
+            state[f"model/{name}"] = t.detach().to("cpu", torch.float32).contiguous()
+        for name, p in self.model.named_parameters():
+            for key, value in self.optimizer.state.get(p, {}).items():
+                if isinstance(value, torch.Tensor):
+                    state[f"optim/{name}/{key}"] = value.detach().to("cpu", torch.float32).reshape(
+                        value.shape).contiguous()
+        state["rng"] = self.generator.get_state().clone()
+        state["cursor"] = torch.tensor([self.round, self.shard, self.step], dtype=torch.int64)
+        return state
+
+    def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+        """Restore a state from `state_dict()`; the cursor must name this unit."""
+        import torch
+
+        cursor = [int(v) for v in state["cursor"].tolist()]
+        if cursor[:2] != [self.round, self.shard]:
+            raise TrainingError(f"state belongs to round/shard {cursor[:2]}, not {[self.round, self.shard]}")
+        model_sd = {k[len("model/"):]: v for k, v in state.items() if k.startswith("model/")}
+        self.model.load_state_dict(model_sd)
+        self.optimizer = self._make_optimizer()
+        params = dict(self.model.named_parameters())
+        for key, value in state.items():
+            if not key.startswith("optim/"):
+                continue
+            pname, _, field = key[len("optim/"):].rpartition("/")
+            if pname not in params:
+                raise TrainingError(f"optimizer state for unknown parameter {pname!r}")
+            dev = "cpu" if field == "step" else self.device
+            self.optimizer.state[params[pname]][field] = value.clone().to(dev)
+        self.generator.set_state(state["rng"].to(torch.uint8).clone())
+        self.step = cursor[2]
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        import torch
+
+        return {k: v.detach().to("cpu", torch.float32).clone() for k, v in self.model.state_dict().items()}
+
+
+def _unit_seed(seed: int, round_: int, shard: int) -> int:
+    ss = np.random.SeedSequence([seed, round_, shard])
+    return int(ss.generate_state(2, dtype=np.uint32).astype(np.uint64).view(np.uint64)[0] & ((1 << 63) - 1))
+
+
+def _bar(total: int):  # type: ignore[no-untyped-def]
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="step", leave=False)
