@@ -1,0 +1,31 @@
+"""Shared setup for the train/proof benchmarks: a mid-sized digits job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gensyn_py.storage.cid import cid_for_bytes
+from gensyn_py.train.data import Dataset, digits
+from gensyn_py.train.spec import JobSpec, parse_spec
+
+DEFAULT_INTERVAL = 100
+
+
+def bench_job(steps: int, interval: int = DEFAULT_INTERVAL, threads: int = 2) -> tuple[JobSpec, Dataset]:
+    ds = digits(image=False)[0]
+    data = ds.to_bytes()
+    d: dict[str, Any] = {
+        "model": {"family": "mlp", "sizes": {"hidden": 512, "depth": 2}},
+        "optimizer": {"name": "adamw", "lr": 0.001, "weight_decay": 0.01},
+        "schedule": {"kind": "cosine", "warmup_steps": 10},
+        "batch_size": 256,
+        "steps_per_unit": steps,
+        "checkpoint_interval": interval,
+        "seed": 1,
+        "threads": threads,
+        "dataset": {
+            "cid": cid_for_bytes(data), "x_shape": list(ds.x.shape[1:]), "x_dtype": "float32",
+            "y_shape": [], "num_examples": ds.num_examples, "size_bytes": len(data),
+        },
+    }
+    return parse_spec(d), ds
