@@ -16,8 +16,11 @@ $(STAMP_PY): requirements.lock pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
+# `npm install` rather than `npm ci`: the lock holds only this platform's anvil binary
+# (npm 11 drops the other platforms' optional packages), which `npm ci` rejects;
+# `npm install` still installs exactly the locked versions.
 $(STAMP_NODE): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm install --no-audit --no-fund --loglevel=error
 	@touch $@
 
 demo: setup

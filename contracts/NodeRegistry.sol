@@ -4,12 +4,13 @@ pragma solidity ^0.8.24;
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
-import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
+import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {Hardware} from "./types/Types.sol";
 
 /// @title NodeRegistry: staking, collateral, slashing and reputation of nodes.
-contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuard {
+contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     using SafeERC20 for IERC20;
 
     uint8 public constant SOLVER = 1;
@@ -26,8 +27,8 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuard {
         uint32 validatorSlot; // index + 1 in validatorsByClass; 0 = not in the set
         uint64 unbondRelease;
         Hardware hw;
-        uint256 bonded;
-        uint256 locked;
+        uint128 bonded; // bonded and locked share a slot: lock/unlock/free-stake reads touch one slot
+        uint128 locked;
         uint256 unbonding;
     }
 
@@ -92,7 +93,7 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuard {
         if (amount == 0) revert ZeroAmount();
         Node storage n = _nodes[msg.sender];
         if (!n.registered) revert NotRegistered(msg.sender);
-        n.bonded += amount;
+        n.bonded = SafeCast.toUint128(uint256(n.bonded) + amount);
         totalStaked += amount;
         _token.safeTransferFrom(msg.sender, address(this), amount);
         emit Staked(msg.sender, amount, n.bonded);
@@ -105,7 +106,7 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuard {
         uint256 free = n.bonded - n.locked;
         // INVARIANT: locked collateral and bonds never leave through unbonding.
         if (free < amount) revert InsufficientFreeStake(msg.sender, free, amount);
-        n.bonded -= amount;
+        n.bonded -= uint128(amount); // amount <= free <= bonded
         n.unbonding += amount;
         n.unbondRelease = uint64(block.timestamp) + unbondingDelay;
         emit Unbonded(msg.sender, amount, n.unbondRelease);
@@ -130,23 +131,59 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuard {
         uint256 free = n.bonded - n.locked;
         // INVARIANT: a lock is always backed by bonded stake.
         if (free < amount) revert InsufficientFreeStake(node, free, amount);
-        n.locked += amount;
-        emit Locked(node, amount, n.locked);
+        _lock(node, n, amount);
+    }
+
+    /// @notice Lock `amount` if the node has that much free stake; returns whether it did (protocol only).
+    function tryLock(address node, uint256 amount) external onlyProtocol returns (bool) {
+        Node storage n = _nodes[node];
+        if (n.bonded - n.locked < amount) return false;
+        _lock(node, n, amount);
+        return true;
+    }
+
+    /// @notice `unlock` then `recordCompleted` in one call (protocol only; same events).
+    function unlockCompleted(address node, uint256 amount) external onlyProtocol {
+        Node storage n = _nodes[node];
+        _unlock(node, n, amount);
+        ++n.completed;
+        emit ReputationUpdated(node, n.completed, n.missed, n.frauds);
+    }
+
+    /// @notice Everything `TaskPool.claim` checks about a node, in one call.
+    function claimInfo(address node)
+        external
+        view
+        returns (uint8 roles, bool jailed, Hardware memory hw, uint32 completed, uint32 missed, uint32 frauds)
+    {
+        Node storage n = _nodes[node];
+        return (n.roles, n.jailed, n.hw, n.completed, n.missed, n.frauds);
+    }
+
+    function _lock(address node, Node storage n, uint256 amount) internal {
+        uint128 locked = n.locked + uint128(amount); // amount <= free stake < 2^128
+        n.locked = locked;
+        emit Locked(node, amount, locked);
+    }
+
+    function _unlock(address node, Node storage n, uint256 amount) internal {
+        uint128 locked = n.locked;
+        uint128 u = amount < locked ? uint128(amount) : locked;
+        locked -= u;
+        n.locked = locked;
+        emit Unlocked(node, u, locked);
     }
 
     /// @inheritdoc INodeRegistry
     function unlock(address node, uint256 amount) external onlyProtocol {
-        Node storage n = _nodes[node];
-        uint256 u = amount < n.locked ? amount : n.locked;
-        n.locked -= u;
-        emit Unlocked(node, u, n.locked);
+        _unlock(node, _nodes[node], amount);
     }
 
     /// @inheritdoc INodeRegistry
     function slash(address node, uint256 amount, address to) external onlyProtocol nonReentrant returns (uint256 taken) {
         Node storage n = _nodes[node];
         uint256 fromBonded = amount < n.bonded ? amount : n.bonded;
-        n.bonded -= fromBonded;
+        n.bonded -= uint128(fromBonded);
         if (n.locked > n.bonded) n.locked = n.bonded;
         uint256 rest = amount - fromBonded;
         uint256 fromUnbonding = rest < n.unbonding ? rest : n.unbonding;
