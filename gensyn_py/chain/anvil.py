@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -40,6 +42,23 @@ def find_anvil(root: Path = PROJECT_ROOT) -> Path:
     if found:
         return Path(found)
     raise ToolchainError("anvil not found: run `npm ci` to install @foundry-rs/anvil (make setup does)")
+
+
+def stop_process_group(pid: int, timeout: float = 10.0) -> None:
+    """SIGTERM a process group led by `pid`; SIGKILL it if anything is left after `timeout`."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)  # polling the group's exit, bounded by the deadline
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def free_port() -> int:
@@ -104,15 +123,15 @@ class AnvilNode:
         raise ToolchainError(f"anvil did not answer on {self.url} within {timeout}s")
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop gracefully (SIGTERM lets anvil dump --state), then kill if it lingers."""
+        """Stop gracefully (SIGTERM lets anvil dump --state), then kill if it lingers.
+
+        The npm `anvil` is a node wrapper around the real binary, so the signal goes to
+        the whole process group (anvil starts in its own session) or the binary outlives it.
+        """
         if self.process is None or self.process.poll() is not None:
             return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=timeout)
+        stop_process_group(self.process.pid, timeout)
+        self.process.wait(timeout=timeout)
 
     def __enter__(self) -> AnvilNode:
         return self.start()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +11,7 @@ from typing import Any
 from eth_account import Account
 from web3 import Web3
 
-from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode, rpc_ready
+from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode, rpc_ready, stop_process_group
 from gensyn_py.errors import ChainError
 
 FAUCET_AMOUNT = 1_000_000 * 10**18
@@ -93,11 +91,7 @@ def down(devnet_dir: Path, timeout: float = 10.0) -> bool:
     info = read_info(devnet_dir)
     if info is None or not is_running(info):
         return False
-    os.kill(info.pid, signal.SIGTERM)
-    try:
-        _, _ = os.waitpid(info.pid, 0)
-    except ChildProcessError:
-        subprocess.run(["timeout", str(timeout), "tail", f"--pid={info.pid}", "-f", "/dev/null"], check=False)
+    stop_process_group(info.pid, timeout)
     return True
 
 
