@@ -1,93 +1,34 @@
-"""Shared helpers for contract tests: a protocol handle, revert decoding, time travel,
-segment Merkle trees in the on-chain format, and the money-conservation check."""
+"""Shared helpers for contract tests: a protocol handle, time travel, committed work in the
+on-chain format (built with gensyn_py.proof), and the money-conservation check."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from eth_abi import decode, encode
+from eth_abi import encode
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 from web3 import Web3
 from web3.logs import DISCARD
 
 from gensyn_py.chain.deploy import deploy_protocol
+from gensyn_py.chain.revert import ErrorDecoder
 from gensyn_py.errors import ContractRevert, TransactionError
+from gensyn_py.proof.commitment import segment_leaf, transcript_commit
+from gensyn_py.proof.merkle import merkle_proof, merkle_root
 
 E18 = 10**18
 SOLVER, VALIDATOR, CHALLENGER = 1, 2, 4
 # UnitStatus
 OPEN, ASSIGNED, COMMITTED, VERIFIED, DISPUTED, FINAL, CANCELLED = 1, 2, 3, 4, 5, 6, 7
 GAS = 5_000_000
+__all__ = ["transcript_commit"]  # re-exported: tests build reveals with it
 
 
-def error_table(artifacts: dict[str, dict[str, Any]]) -> dict[bytes, tuple[str, list[str], list[str]]]:
-    table: dict[bytes, tuple[str, list[str], list[str]]] = {}
-    for art in artifacts.values():
-        for item in art["abi"]:
-            if item.get("type") != "error":
-                continue
-            types = [_abi_type(i) for i in item["inputs"]]
-            sig = f"{item['name']}({','.join(types)})"
-            table[keccak(text=sig)[:4]] = (item["name"], types, [i["name"] for i in item["inputs"]])
-    return table
-
-
-def _abi_type(inp: dict[str, Any]) -> str:
-    if inp["type"].startswith("tuple"):
-        inner = ",".join(_abi_type(c) for c in inp["components"])
-        return f"({inner}){inp['type'][5:]}"
-    return str(inp["type"])
-
-
-def decode_revert(table: dict[bytes, Any], data: str | bytes) -> ContractRevert:
-    raw = bytes.fromhex(data[2:]) if isinstance(data, str) else bytes(data)
-    sel = raw[:4]
-    if sel in table:
-        name, types, names = table[sel]
-        values = [
-            Web3.to_checksum_address(v) if t == "address" else v
-            for t, v in zip(types, decode(types, raw[4:]), strict=True)
-        ]
-        return ContractRevert(name, dict(zip(names, values, strict=True)))
-    if sel == keccak(text="Error(string)")[:4]:
-        return ContractRevert("Error", {"message": decode(["string"], raw[4:])[0]})
-    if sel == keccak(text="Panic(uint256)")[:4]:
-        return ContractRevert("Panic", {"code": decode(["uint256"], raw[4:])[0]})
-    return ContractRevert("Unknown", {"data": raw.hex()})
-
-
-def leaf(j: int, start: bytes, end: bytes, tcommit: bytes) -> bytes:
-    return keccak(keccak(encode(["uint256", "bytes32", "bytes32", "bytes32"], [j, start, end, tcommit])))
-
-
-def transcript_commit(transcript_hash: bytes) -> bytes:
-    return keccak(encode(["bytes32"], [transcript_hash]))
-
-
-def _hash_pair(a: bytes, b: bytes) -> bytes:
-    return keccak(a + b) if a < b else keccak(b + a)
-
-
-def merkle(leaves: list[bytes]) -> tuple[bytes, list[list[bytes]]]:
-    """Root and per-leaf proofs for OpenZeppelin's commutative-keccak MerkleProof (odd node promoted)."""
-    proofs: list[list[bytes]] = [[] for _ in leaves]
-    level = [(h, [i]) for i, h in enumerate(leaves)]
-    while len(level) > 1:
-        nxt = []
-        for k in range(0, len(level), 2):
-            if k + 1 == len(level):
-                nxt.append(level[k])
-                continue
-            (a, ia), (b, ib) = level[k], level[k + 1]
-            for i in ia:
-                proofs[i].append(b)
-            for i in ib:
-                proofs[i].append(a)
-            nxt.append((_hash_pair(a, b), ia + ib))
-        level = nxt
-    return level[0][0], proofs
+def protocol_errors(artifacts: dict[str, dict[str, Any]]) -> ErrorDecoder:
+    """One decoder over every compiled ABI, as the chain layer uses."""
+    return ErrorDecoder(a["abi"] for a in artifacts.values())
 
 
 @dataclass
@@ -102,14 +43,14 @@ class Work:
         return cls([(states[i], states[i + 1], keccak(tag + b"transcript" + bytes([i]))) for i in range(n)])
 
     def leaves(self) -> list[bytes]:
-        return [leaf(j, s, e, transcript_commit(t)) for j, (s, e, t) in enumerate(self.segments)]
+        return [segment_leaf(j, s, e, transcript_commit(t)) for j, (s, e, t) in enumerate(self.segments)]
 
     @property
     def root(self) -> bytes:
-        return merkle(self.leaves())[0]
+        return merkle_root(self.leaves())
 
     def proof(self, j: int) -> list[bytes]:
-        return merkle(self.leaves())[1][j]
+        return merkle_proof(self.leaves(), j)
 
     @property
     def final_hash(self) -> bytes:
@@ -128,7 +69,7 @@ class Protocol:
         self.deployer = accounts[0]
         self.info = deploy_protocol(w3, self.deployer, artifacts, params)
         self.params = self.info["params"]
-        self.errors = error_table(artifacts)
+        self.errors = protocol_errors(artifacts)
         c = self.info["contracts"]
         self.token = self._c("GensynToken", c["GensynToken"])
         self.registry = self._c("NodeRegistry", c["NodeRegistry"])
@@ -159,7 +100,7 @@ class Protocol:
                 data = data.get("data")
             if not data:
                 raise ContractRevert("Unknown", {"message": res["error"].get("message")})
-            raise decode_revert(self.errors, data)
+            raise self.errors.decode(data)
         signed = acct.sign_transaction(tx)
         receipt = self.w3.eth.wait_for_transaction_receipt(self.w3.eth.send_raw_transaction(signed.raw_transaction))
         if receipt["status"] != 1:

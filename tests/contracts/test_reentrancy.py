@@ -14,7 +14,7 @@ from web3 import Web3
 
 from gensyn_py.chain.deploy import DEFAULT_PARAMS, POOL_FIELDS, _call, _deploy
 from gensyn_py.errors import ContractRevert
-from tests.contracts.helpers import E18, SOLVER, VALIDATOR, Protocol, error_table
+from tests.contracts.helpers import E18, SOLVER, VALIDATOR, Protocol, protocol_errors
 from tests.contracts.test_registry import expect
 
 REENTRANT = keccak(text="ReentrancyGuardReentrantCall()")[:4]
@@ -36,7 +36,7 @@ class HostileProtocol(Protocol):
         _call(w3, d, artifacts["TaskPool"], pool, "wire", committee)
         _call(w3, d, artifacts["DisputeCommittee"], committee, "wire", pool)
         self.params = p
-        self.errors = error_table(artifacts)
+        self.errors = protocol_errors(artifacts)
         self.token = self._c("HostileToken", token)
         self.registry = self._c("NodeRegistry", registry)
         self.pool = self._c("TaskPool", pool)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gensyn_py.errors import ContractRevert
-from tests.contracts.helpers import E18, SOLVER, VALIDATOR, Protocol, decode_revert, error_table
+from tests.contracts.helpers import E18, SOLVER, VALIDATOR, Protocol, protocol_errors
 
 
 def expect(p: Protocol, name: str, acct, fn) -> ContractRevert:  # type: ignore[no-untyped-def]
@@ -76,7 +76,7 @@ def test_unsafe_unbonding_delay_is_refused_at_wiring(w3, accounts, artifacts, sn
 
     with pytest.raises(ContractCustomError) as exc:
         Protocol(w3, accounts, artifacts, {"unbondingDelay": 10})
-    err = decode_revert(error_table(artifacts), str(exc.value.data))
+    err = protocol_errors(artifacts).decode(str(exc.value.data))
     assert err.name == "UnsafeUnbondingDelay"
     assert err.error_args["delay"] == 10
     assert err.error_args["required"] > 10
