@@ -20,7 +20,7 @@ class ContentStore(ABC):
         from gensyn_py.storage.cid import cid_for_bytes
 
         expected = cid_for_bytes(data)
-        stored = self._put(data)
+        stored = self._put(data, expected)
         if stored != expected:
             raise ContentMismatch(f"backend stored {len(data)} bytes as {stored}, expected {expected}")
         return stored
@@ -35,8 +35,8 @@ class ContentStore(ABC):
         return data
 
     @abstractmethod
-    def _put(self, data: bytes) -> str:
-        """Store bytes; return the CID the backend assigned."""
+    def _put(self, data: bytes, cid: str) -> str:
+        """Store bytes whose CID `put` already computed; return the CID the backend assigned."""
 
     @abstractmethod
     def _get(self, cid: str, timeout: float) -> bytes:

@@ -85,7 +85,8 @@ class KuboStore(ContentStore):
             raise StorageError(f"IPFS node at {self.api_url} answered id without an ID")
         return info
 
-    def _put(self, data: bytes) -> str:
+    def _put(self, data: bytes, cid: str) -> str:
+        # The daemon computes its own id; put() checks it against `cid`.
         files = {"file": ("blob", data, "application/octet-stream")}
         try:
             resp = self._session.post(
@@ -97,7 +98,7 @@ class KuboStore(ContentStore):
             raise StorageError(
                 f"IPFS add at {self.api_url} failed ({resp.status_code}): {self._error_message(resp)}"
             )
-        cid: str | None = None
+        answered: str | None = None
         for line in resp.text.splitlines():
             line = line.strip()
             if not line:
@@ -107,10 +108,10 @@ class KuboStore(ContentStore):
             except ValueError as exc:
                 raise StorageError(f"IPFS add at {self.api_url} answered non-JSON: {line[:200]!r}") from exc
             if isinstance(entry, dict) and "Hash" in entry:
-                cid = str(entry["Hash"])
-        if cid is None:
+                answered = str(entry["Hash"])
+        if answered is None:
             raise StorageError(f"IPFS add at {self.api_url} returned no hash")
-        return cid
+        return answered
 
     def _get(self, cid: str, timeout: float) -> bytes:
         if not is_valid_cid(cid):

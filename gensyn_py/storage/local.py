@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gensyn_py.errors import ContentNotFound, StorageError
 from gensyn_py.storage.base import ContentStore
-from gensyn_py.storage.cid import cid_for_bytes, is_valid_cid
+from gensyn_py.storage.cid import is_valid_cid
 
 
 class LocalStore(ContentStore):
@@ -35,8 +35,7 @@ class LocalStore(ContentStore):
             raise ContentNotFound(f"not a valid CID: {cid!r}")
         return self.root / cid[-2:] / cid
 
-    def _put(self, data: bytes) -> str:
-        cid = cid_for_bytes(data)
+    def _put(self, data: bytes, cid: str) -> str:
         path = self.path_for(cid)
         try:
             if path.read_bytes() == data:
