@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gensyn_py.storage.cid import cid_for_bytes
-from gensyn_py.train.data import Dataset, digits
+from gensyn_py.train.data import Dataset, dataset_entry, digits
 from gensyn_py.train.spec import JobSpec, parse_spec
 
 DEFAULT_INTERVAL = 100
@@ -23,9 +22,6 @@ def bench_job(steps: int, interval: int = DEFAULT_INTERVAL, threads: int = 2) ->
         "checkpoint_interval": interval,
         "seed": 1,
         "threads": threads,
-        "dataset": {
-            "cid": cid_for_bytes(data), "x_shape": list(ds.x.shape[1:]), "x_dtype": "float32",
-            "y_shape": [], "num_examples": ds.num_examples, "size_bytes": len(data),
-        },
+        "dataset": dataset_entry(ds, data),
     }
     return parse_spec(d), ds

@@ -19,6 +19,7 @@ E18 = 10**18
 @click.pass_obj
 def demo(settings: Settings, keep: Path | None) -> None:
     """Start anvil, deploy, run one job through every protocol step, print what happened."""
+    from eth_account import Account
     from web3 import Web3
 
     from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode
@@ -35,8 +36,6 @@ def demo(settings: Settings, keep: Path | None) -> None:
     console.print(f"[bold]contracts[/] compiled with {compiled.compiler}{' (cached)' if compiled.cached else ''}")
     with AnvilNode(state_path=workdir / "anvil-state.json", log_path=workdir / "anvil.log") as node:
         w3 = Web3(Web3.HTTPProvider(node.url))
-        from eth_account import Account
-
         deployment = deploy_protocol(w3, Account.from_key(DEV_KEYS[0]), compiled.artifacts)
         console.print(f"[bold]anvil[/] at {node.url}; protocol deployed:")
         for name, address in deployment["contracts"].items():

@@ -59,7 +59,7 @@ class WalkthroughResult:
         return sum(g for _, _, g in self.gas)
 
 
-def demo_spec_dict(dataset_cid: str, x_dim: int, n: int, size: int) -> dict[str, Any]:
+def demo_spec_dict(dataset: dict[str, Any]) -> dict[str, Any]:
     """A small MLP on the bundled digits: 1 round x 1 shard, 10 checkpoint segments."""
     return {
         "version": 1,
@@ -75,10 +75,7 @@ def demo_spec_dict(dataset_cid: str, x_dim: int, n: int, size: int) -> dict[str,
         "mode": "exact",
         "threads": 1,
         "hardware": {"device_class": "cpu", "min_memory_mb": 64},
-        "dataset": {
-            "cid": dataset_cid, "x_shape": [x_dim], "x_dtype": "float32", "y_shape": [],
-            "num_examples": n, "size_bytes": size,
-        },
+        "dataset": dataset,
     }
 
 
@@ -139,7 +136,7 @@ class Walkthrough:
     def run(self) -> WalkthroughResult:
         from gensyn_py.proof.replay import UnitRef, fetch_manifest, replay_segment
         from gensyn_py.proof.unit import commit_segments
-        from gensyn_py.train.data import digits
+        from gensyn_py.train.data import dataset_entry, digits
         from gensyn_py.train.spec import canonical_json, parse_spec
         from gensyn_py.train.trainer import Trainer
 
@@ -148,7 +145,7 @@ class Walkthrough:
         train, held_out = digits(image=False)
         data = train.to_bytes()
         dataset_cid = self.store.put(data)
-        spec = parse_spec(demo_spec_dict(dataset_cid, int(train.x.shape[1]), train.num_examples, len(data)))
+        spec = parse_spec(demo_spec_dict(dataset_entry(train, data)))
         spec_cid = self.store.put(canonical_json(spec.model_dump(mode="json")))
         self.report(f"job spec {spec.spec_hash().hex()[:16]}… dataset {dataset_cid[:20]}…")
 

@@ -9,7 +9,7 @@ recomputed without replaying the ones before it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -71,6 +71,20 @@ class Dataset:
 
     def subset(self, idx: np.ndarray) -> Dataset:
         return Dataset(self.x[idx], self.y[idx])
+
+
+def dataset_entry(ds: Dataset, data: bytes) -> dict[str, Any]:
+    """The job spec's `dataset` entry for `ds`, whose serialized bytes are `data`."""
+    from gensyn_py.storage.cid import cid_for_bytes
+
+    return {
+        "cid": cid_for_bytes(data),
+        "x_shape": list(ds.x.shape[1:]),
+        "x_dtype": str(ds.x.dtype),
+        "y_shape": list(ds.y.shape[1:]),
+        "num_examples": ds.num_examples,
+        "size_bytes": len(data),
+    }
 
 
 def digits(image: bool = True, held_out: float = 0.2, seed: int = 0) -> tuple[Dataset, Dataset]:

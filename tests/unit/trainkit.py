@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gensyn_py.storage.local import LocalStore
-from gensyn_py.train.data import Dataset, digits, synthetic_tokens
+from gensyn_py.train.data import Dataset, dataset_entry, digits, synthetic_tokens
 from gensyn_py.train.spec import JobSpec, parse_spec
 
 
@@ -33,8 +33,6 @@ def dataset_for(family: str) -> Dataset:
 def spec_dict(family: str = "mlp", **over: Any) -> dict[str, Any]:
     ds = dataset_for(family)
     sizes = {"mlp": {"hidden": 16}, "cnn": {"channels": 4}, "transformer": {"d_model": 16}}[family]
-    from gensyn_py.storage.cid import cid_for_bytes
-
     data = ds.to_bytes()
     d: dict[str, Any] = {
         "version": 1,
@@ -50,14 +48,7 @@ def spec_dict(family: str = "mlp", **over: Any) -> dict[str, Any]:
         "mode": "exact",
         "threads": 1,
         "hardware": {"device_class": "cpu", "min_memory_mb": 64},
-        "dataset": {
-            "cid": cid_for_bytes(data),
-            "x_shape": list(ds.x.shape[1:]),
-            "x_dtype": str(ds.x.dtype),
-            "y_shape": list(ds.y.shape[1:]),
-            "num_examples": ds.num_examples,
-            "size_bytes": len(data),
-        },
+        "dataset": dataset_entry(ds, data),
     }
     d.update(over)
     return d
