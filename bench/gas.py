@@ -33,9 +33,6 @@ from web3 import Web3  # noqa: E402
 from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.chain.compiler import compile_contracts  # noqa: E402
 from tests.contracts.helpers import (  # noqa: E402
-    CHALLENGER,
-    SOLVER,
-    VALIDATOR,
     Protocol,
     Work,
     transcript_commit,
@@ -108,11 +105,7 @@ def main() -> None:
         w3 = Web3(Web3.HTTPProvider(node.url, request_kwargs={"timeout": 30}))
         accounts = [Account.from_key(k) for k in DEV_KEYS]
         p = GasProtocol(w3, accounts, artifacts)
-        p.node(accounts[2], SOLVER)
-        for a in accounts[3:8]:
-            p.node(a, VALIDATOR)
-        p.node(accounts[8], CHALLENGER)
-        p.fund(accounts[1], 100_000 * 10**18)
+        p.standard_cast()
         requester, solver, keeper = accounts[1], accounts[2], accounts[9]
 
         # first job on a fresh deployment: pays first-use costs (first credit slot of each account, ...)

@@ -121,6 +121,15 @@ class Protocol:
             self.w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
 
     # -- setup
+    def standard_cast(self) -> None:
+        """The usual actors: requester 1 funded; solver 2; validators 3-7; challenger 8 (9 stays a keeper)."""
+        a = self.accounts
+        self.node(a[2], SOLVER)
+        for v in a[3:8]:
+            self.node(v, VALIDATOR)
+        self.node(a[8], CHALLENGER)
+        self.fund(a[1], 100_000 * E18)
+
     def fund(self, acct: LocalAccount, amount: int) -> None:
         self.tx(self.deployer, self.token.functions.mint(acct.address, amount))
         for spender in (self.registry, self.pool):
