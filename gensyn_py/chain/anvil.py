@@ -85,6 +85,8 @@ class AnvilNode:
     chain_id: int = 31337
     state_path: Path | None = None
     block_time: float | None = None
+    # With a block time: also mine each transaction at once (deadlines and seeds still get fresh blocks).
+    mixed_mining: bool = False
     log_path: Path | None = None
     accounts: int = 10
     process: subprocess.Popen[bytes] | None = None
@@ -102,6 +104,8 @@ class AnvilNode:
             cmd += ["--state", str(self.state_path)]
         if self.block_time:
             cmd += ["--block-time", str(self.block_time)]
+            if self.mixed_mining:
+                cmd += ["--mixed-mining"]
         return cmd
 
     def start(self, timeout: float = 30.0) -> AnvilNode:

@@ -86,9 +86,10 @@ def _call(w3: Web3, acct: LocalAccount, artifact: dict[str, Any], address: str, 
 def deploy_protocol(
     w3: Web3, deployer: LocalAccount, artifacts: dict[str, dict[str, Any]], params: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Deploy and wire every contract; returns {"chainId", "contracts": {name: address}, "params"}."""
+    """Deploy and wire every contract; returns {"chainId", "contracts": {name: address}, "params", "block"}."""
     p = {**DEFAULT_PARAMS, **(params or {})}
     me = deployer.address
+    first_block = int(w3.eth.block_number) + 1  # event scans start here
     token = _deploy(w3, deployer, artifacts["GensynToken"], me)
     registry = _deploy(w3, deployer, artifacts["NodeRegistry"], token, p["unbondingDelay"], me)
     pool_params = tuple(int(p[k]) for k in POOL_FIELDS)
@@ -108,6 +109,7 @@ def deploy_protocol(
         "chainId": w3.eth.chain_id,
         "contracts": {"GensynToken": token, "NodeRegistry": registry, "TaskPool": pool, "DisputeCommittee": committee},
         "params": p,
+        "block": first_block,
     }
 
 

@@ -26,7 +26,20 @@ def shard_weights(spec: JobSpec) -> list[int]:
 
 def aggregate(spec: JobSpec, unit_states: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     """The next round's global weights from every shard's final state, in shard order."""
+    return aggregate_traced(spec, unit_states)[0]
+
+
+def aggregate_traced(
+    spec: JobSpec, unit_states: Sequence[Mapping[str, torch.Tensor]]
+) -> tuple[dict[str, torch.Tensor], bytes]:
+    """The aggregate and sha256 of its float64 accumulators before rounding.
+
+    The accumulator digest is the aggregation unit's transcript secret: the
+    published float32 result does not determine it, so only a recomputation knows it.
+    """
     import torch
+
+    from gensyn_py.proof.hashing import sha256
 
     if len(unit_states) != spec.shards:
         raise VerificationError(f"aggregation needs {spec.shards} unit results, got {len(unit_states)}")
@@ -35,6 +48,7 @@ def aggregate(spec: JobSpec, unit_states: Sequence[Mapping[str, torch.Tensor]]) 
     per_unit = [model_weights(s) for s in unit_states]
     keys = sorted(per_unit[0])
     out: dict[str, torch.Tensor] = {}
+    digest = bytearray()
     for key in keys:
         acc = torch.zeros(per_unit[0][key].shape, dtype=torch.float64)
         for w, unit in zip(weights, per_unit, strict=True):
@@ -42,7 +56,8 @@ def aggregate(spec: JobSpec, unit_states: Sequence[Mapping[str, torch.Tensor]]) 
                 raise VerificationError(f"unit results disagree on parameter {key!r}")
             acc += unit[key].to(torch.float64) * (w / total)
         out[key] = acc.to(torch.float32)
-    return out
+        digest += sha256(acc.contiguous().numpy().astype("<f8").tobytes())
+    return out, sha256(bytes(digest))
 
 
 def aggregate_bytes(weights: Mapping[str, torch.Tensor]) -> bytes:

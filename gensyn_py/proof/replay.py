@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gensyn_py.errors import GensynError, StorageError, TrainingError, VerificationError
+from gensyn_py.errors import (
+    ContentMismatch,
+    ContentNotFound,
+    GensynError,
+    StorageError,
+    TrainingError,
+    VerificationError,
+)
 from gensyn_py.proof.commitment import Manifest, segment_leaf, transcript_commit, transcript_hash
 from gensyn_py.proof.merkle import verify_proof
 from gensyn_py.proof.state import decode_state, state_hash, state_hash_of_bytes
@@ -50,10 +57,15 @@ def replay_segment(
     global_weights: Mapping[str, torch.Tensor] | None = None,
     timeout: float | None = None,
 ) -> Verdict:
-    """Replay `segment`; reject on any mismatch. Raises nothing for solver faults."""
+    """Replay `segment`; reject on any mismatch. Raises nothing for solver faults.
+
+    Missing or corrupt content is the solver's fault (it must keep checkpoints
+    available) and rejects; a store that cannot be reached at all is the
+    validator's own trouble and raises `StorageError`, to be retried.
+    """
     try:
         return _replay(spec, dataset, store, unit, manifest, segment, device, global_weights, timeout)
-    except StorageError as e:
+    except (ContentNotFound, ContentMismatch) as e:
         return Verdict(False, segment, None, f"checkpoint unavailable or corrupt: {e}")
     except (VerificationError, TrainingError) as e:
         return Verdict(False, segment, None, str(e))
@@ -62,6 +74,10 @@ def replay_segment(
 def fetch_manifest(store: ContentStore, cid: str, timeout: float | None = None) -> Manifest:
     try:
         return Manifest.from_bytes(store.get(cid, timeout))
+    except StorageError as e:
+        if isinstance(e, ContentNotFound | ContentMismatch):
+            raise VerificationError(f"manifest {cid}: {e}") from None
+        raise
     except GensynError as e:
         raise VerificationError(f"manifest {cid}: {e}") from None
 

@@ -1,0 +1,136 @@
+"""`gensyn solver|validator|challenger run`: the role daemons."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from gensyn_py.config import Settings
+from gensyn_py.roles.logs import configure_logging, logging_options
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def node_options(fn: F) -> F:
+    """Options every role daemon takes."""
+    options = [
+        click.option("--key", envvar="GENSYN_KEY", default=None, help="Private key (hex). Env GENSYN_KEY."),
+        click.option("--keystore", envvar="GENSYN_KEYSTORE", type=click.Path(dir_okay=False, path_type=Path),
+                     default=None, help="Encrypted keystore file. Env GENSYN_KEYSTORE."),
+        click.option("--password", envvar="GENSYN_PASSWORD", default=None, help="Keystore password."),
+        click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="Where the daemon keeps its SQLite state (default .gensyn/<role>-<address>)."),
+        click.option("--metrics-port", type=int, default=None, help="Serve Prometheus metrics on this port."),
+        click.option("--poll-interval", type=float, default=1.0, show_default=True, help="Seconds between cycles."),
+        click.option("--stake", "stake_tokens", type=float, default=1000.0, show_default=True,
+                     help="Tokens to keep bonded."),
+        click.option("--device", default=None, help="cpu or cuda (default: cuda when available)."),
+        click.option("--confirmations", type=int, default=0, show_default=True,
+                     help="Blocks an event must be buried under before it is acted on."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return logging_options(fn)
+
+
+def _account(key: str | None, keystore: Path | None, password: str | None) -> Any:
+    from gensyn_py.chain.accounts import from_keystore, from_private_key
+    from gensyn_py.errors import ConfigError
+
+    if keystore is not None:
+        if password is None:
+            password = click.prompt("keystore password", hide_input=True)
+        return from_keystore(keystore, password)
+    if key:
+        return from_private_key(key)
+    raise ConfigError("no account: pass --key or --keystore (or set GENSYN_KEY / GENSYN_KEYSTORE)")
+
+
+def build_config(settings: Settings, role: str, opts: dict[str, Any], price: int = 0) -> Any:
+    """Connect, load the deployment, open the store and state, measure the hardware."""
+    from gensyn_py.chain.client import connect
+    from gensyn_py.chain.contracts import ProtocolContracts
+    from gensyn_py.network.hardware import measure
+    from gensyn_py.network.node import E18, NodeConfig
+    from gensyn_py.roles.metrics import DaemonMetrics
+    from gensyn_py.roles.state import DaemonState
+    from gensyn_py.storage.factory import open_store
+
+    account = _account(opts["key"], opts["keystore"], opts["password"])
+    name = f"{role}-{account.address[2:10].lower()}"
+    configure_logging(name, opts["log_level"], opts["log_file"], opts["log_format"])
+    w3 = connect(settings.rpc_url, settings.chain_id)
+    protocol = ProtocolContracts.load(w3, settings.deployments_dir)
+    state_dir = opts["state_dir"] or Path(".gensyn") / name
+    state_dir.mkdir(parents=True, exist_ok=True)
+    metrics = DaemonMetrics(name)
+    if opts["metrics_port"] is not None:
+        metrics.serve(opts["metrics_port"])
+    config = NodeConfig(
+        protocol=protocol, account=account, store=open_store(settings.store),
+        state=DaemonState(state_dir / "state.sqlite"), hardware=measure(price_per_unit=price),
+        stake=int(opts["stake_tokens"] * E18), poll_interval=opts["poll_interval"],
+        confirmations=opts["confirmations"], metrics=metrics,
+    )
+    return config, state_dir
+
+
+@click.group()
+def solver() -> None:
+    """Train units for pay."""
+
+
+@solver.command("run")
+@node_options
+@click.option("--price", type=float, default=5.0, show_default=True, help="Tokens asked per unit.")
+@click.option("--cheat", default=None, hidden=True, help="Play a named dishonest solver (tests and demo).")
+@click.pass_obj
+def solver_run(settings: Settings, price: float, cheat: str | None, **opts: Any) -> None:
+    """Claim units you are fit for, train, commit, collect."""
+    from gensyn_py.network.node import E18
+    from gensyn_py.network.solver import SolverDaemon
+
+    config, state_dir = build_config(settings, "solver", opts, int(price * E18))
+    daemon = SolverDaemon(config, state_dir / "records", device=opts["device"], cheat=cheat)
+    raise SystemExit(daemon.run_forever())
+
+
+@click.group()
+def validator() -> None:
+    """Replay sampled segments and post verdicts."""
+
+
+@validator.command("run")
+@node_options
+@click.option("--lazy", is_flag=True, hidden=True, help="Accept without replaying (tests and demo).")
+@click.pass_obj
+def validator_run(settings: Settings, lazy: bool, **opts: Any) -> None:
+    """Replay the segments you are drawn for, commit-reveal verdicts, serve on committees."""
+    from gensyn_py.network.validator import ValidatorDaemon
+
+    config, _ = build_config(settings, "validator", opts)
+    raise SystemExit(ValidatorDaemon(config, device=opts["device"], lazy=lazy).run_forever())
+
+
+@click.group()
+def challenger() -> None:
+    """Audit verified work and dispute fraud."""
+
+
+@challenger.command("run")
+@node_options
+@click.option("--audit-fraction", type=float, default=0.2, show_default=True,
+              help="Share of each unit's unchecked segments to replay.")
+@click.option("--max-segments", type=int, default=4, show_default=True, help="At most this many replays per unit.")
+@click.pass_obj
+def challenger_run(settings: Settings, audit_fraction: float, max_segments: int, **opts: Any) -> None:
+    """Replay segments the validators did not, and challenge any that fail."""
+    from gensyn_py.network.challenger import ChallengerDaemon
+
+    config, _ = build_config(settings, "challenger", opts)
+    daemon = ChallengerDaemon(config, device=opts["device"], audit_fraction=audit_fraction,
+                              max_segments=max_segments)
+    raise SystemExit(daemon.run_forever())

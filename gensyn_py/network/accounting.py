@@ -1,0 +1,58 @@
+"""Who holds what and who spent which gas: the demo's and the benchmark's ledger.
+
+Balances are wallet tokens, bonded stake and unclaimed credit per actor;
+gas is summed over every transaction an actor sent between two blocks, read
+back from the chain itself (so daemons running as separate processes are
+counted too).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from gensyn_py.chain.contracts import ProtocolContracts
+
+
+@dataclass(frozen=True)
+class Holding:
+    wallet: int
+    bonded: int
+    credit: int
+
+    @property
+    def total(self) -> int:
+        return self.wallet + self.bonded + self.credit
+
+
+def holdings(protocol: ProtocolContracts, actors: dict[str, str]) -> dict[str, Holding]:
+    """name -> (wallet tokens, bonded stake, unclaimed credit)."""
+    token = protocol.bind("GensynToken")
+    registry = protocol.bind("NodeRegistry")
+    pool = protocol.bind("TaskPool")
+    return {
+        name: Holding(int(token.call("balanceOf", a)), int(registry.call("bondedOf", a)), int(pool.call("credit", a)))
+        for name, a in actors.items()
+    }
+
+
+def gas_by_sender(protocol: ProtocolContracts, actors: dict[str, str], from_block: int,
+                  to_block: int | None = None) -> dict[str, tuple[int, int]]:
+    """name -> (transactions, gas used) over blocks [from_block, to_block]."""
+    w3 = protocol.w3
+    last = int(w3.eth.block_number) if to_block is None else to_block
+    names = {a.lower(): n for n, a in actors.items()}
+    count: dict[str, int] = defaultdict(int)
+    gas: dict[str, int] = defaultdict(int)
+    for number in range(from_block, last + 1):
+        block = w3.eth.get_block(number, full_transactions=True)
+        txs: list[Any] = list(block["transactions"])
+        for tx in txs:
+            name = names.get(str(tx["from"]).lower())
+            if name is None:
+                continue
+            receipt = w3.eth.get_transaction_receipt(tx["hash"])
+            count[name] += 1
+            gas[name] += int(receipt["gasUsed"])
+    return {n: (count[n], gas[n]) for n in actors}

@@ -1,0 +1,110 @@
+"""The challenger daemon: audits verified units inside their challenge window and disputes fraud.
+
+Budget. For each verified unit it replays the segments the validators did
+*not* check, at most `audit_fraction` of them (at least one) and at most
+`max_segments` per unit, chosen with its own private randomness so a solver
+cannot predict them. Aggregation units (one cheap segment) are always
+recomputed. A failing segment is challenged at once, posting the bond; the
+committee decides, and a won dispute credits the bond back plus a share of
+the slashed stake.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import secrets
+import time
+from typing import TYPE_CHECKING, Any
+
+from gensyn_py.errors import ContractRevert
+from gensyn_py.network.node import NodeConfig, NodeDaemon
+from gensyn_py.network.verify import check_segment
+from gensyn_py.network.view import UnitInfo
+from gensyn_py.proof.sampler import segment_for
+from gensyn_py.roles.daemon import Handler
+from gensyn_py.types import ROLE_CHALLENGER, UnitStatus
+
+if TYPE_CHECKING:
+    from gensyn_py.chain.events import EventRecord
+
+
+class ChallengerDaemon(NodeDaemon):
+    role_bits = ROLE_CHALLENGER
+    role_name = "challenger"
+
+    def __init__(self, config: NodeConfig, device: str | None = None, audit_fraction: float = 0.2,
+                 max_segments: int = 4) -> None:
+        if not 0 < audit_fraction <= 1 or max_segments < 1:
+            raise ValueError("audit_fraction must be in (0, 1] and max_segments >= 1")
+        super().__init__(config)
+        self.device = device
+        self.audit_fraction = audit_fraction
+        self.max_segments = max_segments
+        self._rng = random.Random(secrets.randbits(128))
+
+    def handlers(self) -> dict[str, Handler]:
+        return {"UnitVerified": self._note_verified}
+
+    def _note_verified(self, record: EventRecord) -> None:
+        self.follow("audit", int(record.args["unitId"]), {"end": int(record.args["challengeEnd"])})
+
+    def tick(self) -> None:
+        for unit_id, _ in self.followed("audit"):
+            if self.stopping:
+                return
+            unit = self.view.unit(unit_id)
+            if unit.status is not UnitStatus.VERIFIED or self.view.now() > unit.deadline:
+                self.unfollow("audit", unit_id)
+                continue
+            self._audit(unit)
+        for unit_id, dispute_id in self.followed("challenged"):
+            d = self.committee.call("getDispute", int(dispute_id))
+            if d[5]:  # resolved
+                self.unfollow("challenged", unit_id)
+            elif self.view.now() > int(d[7]):
+                self.resolve_dispute(int(dispute_id))
+        self.claim_credit()
+
+    def plan(self, unit: UnitInfo) -> list[int]:
+        """The segments to replay: unchecked ones, within the budget, in private random order."""
+        n = int(self.pool.call("numSegments", unit.unit_id))
+        checked = {segment_for(unit.seed, i, n) for i in range(len(unit.validators))} if unit.drawn else set()
+        unchecked = [j for j in range(n) if j not in checked]
+        if unit.is_aggregation or not unchecked:
+            return [0] if unit.is_aggregation else []
+        k = min(self.max_segments, max(1, math.ceil(self.audit_fraction * len(unchecked))))
+        return sorted(self._rng.sample(unchecked, k))
+
+    def _audit(self, unit: UnitInfo) -> None:
+        epoch = unit.seed.hex()[:16]
+        key = f"audited:{unit.unit_id}:{epoch}"
+        if self.state.get(key) is not None:
+            return
+        findings: list[dict[str, Any]] = []
+        for segment in self.plan(unit):
+            started = time.perf_counter()
+            verdict = check_segment(self.content, unit, segment, self.device)
+            findings.append({"segment": segment, "accept": verdict.accept, "reason": verdict.reason})
+            self.log.info("audit", unit=unit.unit_id, segment=segment, accept=verdict.accept, reason=verdict.reason,
+                          verify_s=round(time.perf_counter() - started, 4))
+            if not verdict.accept:
+                self._challenge(unit, segment, epoch)
+                break
+        self.state.put(key, findings)
+
+    def _challenge(self, unit: UnitInfo, segment: int, epoch: str) -> None:
+        try:
+            self.once(("challenge", unit.unit_id, epoch),
+                      lambda: self.pool.transact("challenge", unit.unit_id, segment),
+                      already_done=lambda: self.view.unit(unit.unit_id).challenger == self.address)
+        except ContractRevert as e:
+            if e.name not in ("BadUnitStatus", "DeadlinePassed"):
+                raise
+            self.log.warning("challenge.refused", unit=unit.unit_id, reason=e.name)
+            return
+        found = self.view.dispute_of(unit.unit_id)
+        if found is not None:
+            self.follow("challenged", unit.unit_id, found[0])
+        self.metrics.dispute("opened")
+        self.log.info("challenge.opened", unit=unit.unit_id, segment=segment)

@@ -1,0 +1,103 @@
+"""What a node fetches for a job, each piece checked against the chain before use.
+
+- the spec: its bytes from the CID in `JobSubmitted`, parsed, and its hash
+  equal to the on-chain spec hash;
+- the dataset: bytes from the spec's CID, decoded against its declared shape;
+- a unit's result: the manifest named by the unit's latest commitment, whose
+  root equals the on-chain root, and its last checkpoint, whose sha256 equals
+  the on-chain final state hash;
+- a round's starting weights: none for round 0 (the spec's seeded init),
+  else the previous round's model (its aggregate, or its only unit's result).
+
+Specs, datasets and manifests are cached in memory: they never change once
+committed (a reopened unit gets a new commitment, looked up afresh).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gensyn_py.errors import SpecError, VerificationError
+from gensyn_py.network.view import ChainView, UnitInfo
+from gensyn_py.proof.aggregation_unit import UnitResult, load_weights
+from gensyn_py.proof.commitment import Manifest
+from gensyn_py.proof.hashing import sha256
+from gensyn_py.proof.replay import fetch_manifest
+from gensyn_py.types import UnitStatus
+
+if TYPE_CHECKING:
+    import torch
+
+    from gensyn_py.storage.base import ContentStore
+    from gensyn_py.train.data import Dataset
+    from gensyn_py.train.spec import JobSpec
+
+
+@dataclass
+class JobContent:
+    view: ChainView
+    store: ContentStore
+    timeout: float | None = 30.0
+    _specs: dict[int, JobSpec] = field(default_factory=dict)
+    _datasets: dict[int, Dataset] = field(default_factory=dict)
+    _manifests: dict[str, Manifest] = field(default_factory=dict)
+
+    def spec(self, job_id: int) -> JobSpec:
+        from gensyn_py.train.spec import parse_spec
+
+        if job_id not in self._specs:
+            job = self.view.job(job_id)
+            spec = parse_spec(self.store.get(job.spec_cid, self.timeout))
+            if spec.spec_hash() != job.spec_hash:
+                raise SpecError(f"job {job_id}: the spec at {job.spec_cid} does not hash to the on-chain spec hash")
+            self._specs[job_id] = spec
+        return self._specs[job_id]
+
+    def dataset(self, job_id: int) -> Dataset:
+        from gensyn_py.train.data import Dataset
+
+        if job_id not in self._datasets:
+            spec = self.spec(job_id)
+            self._datasets[job_id] = Dataset.from_bytes(self.store.get(spec.dataset.cid, self.timeout), spec.dataset)
+        return self._datasets[job_id]
+
+    def manifest(self, cid: str) -> Manifest:
+        if cid not in self._manifests:
+            self._manifests[cid] = fetch_manifest(self.store, cid, self.timeout)
+        return self._manifests[cid]
+
+    def result(self, unit: UnitInfo) -> UnitResult:
+        """The unit's committed result (its last checkpoint), checked against the chain."""
+        c = self.view.commitment(unit.unit_id)
+        if c is None:
+            raise VerificationError(f"unit {unit.unit_id} has no commitment")
+        m = self.manifest(c.manifest_cid)
+        if m.root() != c.checkpoint_root or m.final_state_hash != c.final_state_hash:
+            raise VerificationError(f"unit {unit.unit_id}: manifest {c.manifest_cid} differs from its commitment")
+        return UnitResult(unit.unit_id, unit.shard, c.final_state_hash, m.checkpoint_cids[-1])
+
+    def round_results(self, job_id: int, round_: int) -> list[UnitResult]:
+        """Every training unit's result of a round, in shard order; all must be final."""
+        training, _ = self.view.round_units(job_id, round_)
+        if any(u.status is not UnitStatus.FINAL for u in training):
+            raise VerificationError(f"job {job_id} round {round_} is not final yet")
+        return [self.result(u) for u in training]
+
+    def model_of(self, unit: UnitInfo) -> dict[str, torch.Tensor]:
+        """The model weights a unit produced, verified against its on-chain final state hash."""
+        r = self.result(unit)
+        data = self.store.get(r.cid, self.timeout)
+        if sha256(data) != r.final_state_hash:
+            raise VerificationError(f"unit {unit.unit_id}'s result does not match its on-chain final state hash")
+        return load_weights(data)
+
+    def start_weights(self, job_id: int, round_: int) -> dict[str, torch.Tensor] | None:
+        """The global weights round `round_` starts from (None: the spec's seeded init)."""
+        if round_ == 0:
+            return None
+        spec = self.spec(job_id)
+        previous = self.view.final_unit(job_id, round_, spec.shards)
+        if previous is None or previous.status is not UnitStatus.FINAL:
+            raise VerificationError(f"job {job_id} round {round_ - 1} has no final result yet")
+        return self.model_of(previous)

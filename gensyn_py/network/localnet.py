@@ -1,0 +1,239 @@
+"""A whole market on one machine: anvil, the protocol, a content store and role daemons as processes.
+
+Used by `gensyn demo`, the reliability tests and `bench/e2e.py`. The chain
+mines every transaction at once *and* a block every `block_time` seconds
+(anvil's mixed mining), so chain time follows the wall clock: deadlines pass
+and the block after a commitment (the validators' seed) arrives on its own,
+as on a real chain. Windows are seconds long (`LOCAL_PARAMS`) so a job settles
+in well under a minute.
+
+Each daemon is `python -m gensyn_py.cli <role> run` with its own key, state
+directory and log file; `kill()` and `restart()` let tests crash and revive
+them. Everything started is stopped on exit, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+from web3 import Web3
+
+from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode
+from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.errors import GensynError
+
+E18 = 10**18
+
+# Windows in seconds for a local market; fees and bonds as in DEFAULT_PARAMS.
+LOCAL_PARAMS: dict[str, int] = {
+    "claimWindow": 4,
+    "verdictCommitWindow": 20,
+    "revealWindow": 20,
+    "challengeWindow": 6,
+    "minCommitWindow": 10,
+    "votingPeriod": 30,
+    "unbondingDelay": 600,
+}
+
+ROLE_KEYS = {"deployer": 0, "requester": 1}
+
+
+@dataclass
+class NodeProcess:
+    name: str
+    role: str
+    account: LocalAccount
+    args: list[str]
+    log_path: Path
+    state_dir: Path
+    process: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass
+class LocalNetwork:
+    workdir: Path
+    params: dict[str, int] = field(default_factory=lambda: dict(LOCAL_PARAMS))
+    block_time: float = 1.0
+    store: str | None = None  # a Kubo URL, or None for a local store under workdir
+    node: AnvilNode | None = None
+    protocol: ProtocolContracts | None = None
+    nodes: dict[str, NodeProcess] = field(default_factory=dict)
+
+    # -- chain -------------------------------------------------------------------------------
+
+    def start(self) -> LocalNetwork:
+        from gensyn_py.chain.compiler import compile_contracts
+        from gensyn_py.chain.deploy import deploy_protocol, write_deployment
+
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.node = AnvilNode(state_path=self.workdir / "anvil-state.json", log_path=self.workdir / "anvil.log",
+                              block_time=self.block_time, mixed_mining=True)
+        self.node.start()
+        w3 = Web3(Web3.HTTPProvider(self.node.url, request_kwargs={"timeout": 30}))
+        artifacts = compile_contracts()
+        deployment = deploy_protocol(w3, self.deployer, artifacts, self.params)
+        write_deployment(self.deployments_dir, deployment)
+        self.protocol = ProtocolContracts(w3, deployment["contracts"], artifacts, int(w3.eth.chain_id), deployment)
+        return self
+
+    @property
+    def deployer(self) -> LocalAccount:
+        return Account.from_key(DEV_KEYS[0])
+
+    @property
+    def w3(self) -> Web3:
+        assert self.protocol is not None, "start() the network first"
+        return self.protocol.w3
+
+    @property
+    def url(self) -> str:
+        assert self.node is not None
+        return self.node.url
+
+    @property
+    def deployments_dir(self) -> Path:
+        return self.workdir / "deployments"
+
+    @property
+    def store_spec(self) -> str:
+        return self.store or f"local:{self.workdir / 'store'}"
+
+    def account(self, index: int) -> LocalAccount:
+        return Account.from_key(DEV_KEYS[index])
+
+    def fund(self, address: str, tokens: int) -> None:
+        assert self.protocol is not None
+        token = self.protocol.bind("GensynToken", self.protocol.sender(self.deployer))
+        token.transact("mint", address, tokens * E18)
+
+    def restart_chain(self, down_seconds: float = 0.0, wait: Callable[[float], None] | None = None) -> None:
+        """Stop anvil (it saves its state), optionally stay down, and start it again on the same port."""
+        assert self.node is not None
+        self.node.stop()
+        if down_seconds and wait is not None:
+            wait(down_seconds)
+        self.node.process = None
+        self.node.start()
+
+    # -- daemons -----------------------------------------------------------------------------
+
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "GENSYN_RPC_URL": self.url,
+            "GENSYN_DEPLOYMENTS_DIR": str(self.deployments_dir),
+            "GENSYN_STORE": self.store_spec,
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def add_node(self, name: str, role: str, key_index: int, *extra: str, tokens: int = 2_000,
+                 stake: int = 1_000) -> NodeProcess:
+        """Fund an account and start its daemon process."""
+        account = self.account(key_index)
+        self.fund(account.address, tokens)
+        state_dir = self.workdir / "nodes" / name
+        args = [sys.executable, "-m", "gensyn_py.cli", role, "run", "--state-dir", str(state_dir),
+                "--poll-interval", "0.3", "--stake", str(stake), "--log-format", "json", *extra]
+        node = NodeProcess(name, role, account, args, self.workdir / "logs" / f"{name}.log", state_dir)
+        self.nodes[name] = node
+        self._spawn(node)
+        return node
+
+    def _spawn(self, node: NodeProcess) -> None:
+        node.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(node.log_path, "ab")  # noqa: SIM115 - handed to the child, closed by the OS on exit
+        env = {**self.env(), "GENSYN_KEY": node.account.key.hex()}
+        node.process = subprocess.Popen(node.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=env, start_new_session=True)
+        log.close()
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        node = self.nodes[name]
+        if node.process is not None and node.process.poll() is None:
+            node.process.send_signal(sig)
+            node.process.wait(timeout=30)
+
+    def restart(self, name: str, *extra: str) -> NodeProcess:
+        node = self.nodes[name]
+        self.kill(name, signal.SIGKILL)
+        if extra:
+            node.args = [*node.args, *extra]
+        node.restarts += 1
+        self._spawn(node)
+        return node
+
+    def stop_nodes(self, timeout: float = 15.0) -> dict[str, int | None]:
+        """SIGTERM every daemon, wait, SIGKILL stragglers; returns exit codes."""
+        for node in self.nodes.values():
+            if node.alive:
+                assert node.process is not None
+                node.process.send_signal(signal.SIGTERM)
+        codes: dict[str, int | None] = {}
+        deadline = time.monotonic() + timeout
+        for name, node in self.nodes.items():
+            if node.process is None:
+                continue
+            try:
+                codes[name] = node.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                codes[name] = node.process.wait()
+        return codes
+
+    def stop(self) -> None:
+        try:
+            self.stop_nodes()
+        finally:
+            if self.node is not None:
+                self.node.stop()
+
+    def __enter__(self) -> LocalNetwork:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def log_lines(self, name: str) -> list[dict[str, Any]]:
+        """A daemon's JSON log records so far."""
+        import json
+
+        path = self.nodes[name].log_path
+        if not path.exists():
+            return []
+        out = []
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+
+def wait_until(condition: Callable[[], Any], timeout: float, what: str, every: float = 0.25,
+               on_wait: Callable[[], None] | None = None) -> Any:
+    """Poll `condition` until it returns something truthy; GensynError naming `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise GensynError(f"timed out after {timeout:.0f}s waiting for {what}")
+        if on_wait is not None:
+            on_wait()
+        time.sleep(every)  # polling a condition, bounded by the deadline

@@ -1,0 +1,186 @@
+"""What every role daemon shares: its identity on-chain, the units it follows, and keeper duties.
+
+Handlers only *note* units (in the SQLite key-value store); `tick()` looks
+at each noted unit's current on-chain state and takes the next step that is
+due. Acting on state rather than on events makes a restarted daemon, a missed
+event or a race with another node harmless: the chain is the truth, and every
+on-chain action goes through `once()` with a key that names the unit's epoch
+(a reopened unit is a new epoch), so nothing is sent twice.
+
+Keeper duties are the permissionless transitions (`drawValidators`,
+`closeVerdicts`, `finalize`, `timeoutClaim`, `DisputeCommittee.resolve`): every
+role pokes the units it has a stake in, and losing the race to another node
+is expected and ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+
+from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.errors import ContractRevert
+from gensyn_py.network.content import JobContent
+from gensyn_py.network.hardware import HardwareProfile
+from gensyn_py.network.view import ChainView, UnitInfo
+from gensyn_py.roles.daemon import Daemon
+from gensyn_py.roles.metrics import DaemonMetrics
+from gensyn_py.roles.state import DaemonState
+from gensyn_py.storage.base import ContentStore
+from gensyn_py.types import UnitStatus
+
+E18 = 10**18
+
+# Reverts that mean "someone else already did it" or "not yet": a keeper moves on.
+BENIGN_REVERTS = frozenset({
+    "BadUnitStatus", "AlreadyDrawn", "DeadlineNotReached", "RandomnessNotReady", "RevealNotOpen",
+    "VotingOpen", "DisputeClosed", "NoCredit", "NotDrawn",
+})
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """Everything a role daemon needs besides its own options."""
+
+    protocol: ProtocolContracts
+    account: LocalAccount
+    store: ContentStore
+    state: DaemonState
+    hardware: HardwareProfile
+    stake: int = 1_000 * E18
+    poll_interval: float = 0.5
+    confirmations: int = 0
+    metrics: DaemonMetrics | None = None
+
+
+class NodeDaemon(Daemon):
+    """A role daemon with its own account, the chain view and keeper duties."""
+
+    role_bits: int = 0
+    role_name: str = "node"
+
+    def __init__(self, config: NodeConfig) -> None:
+        protocol = config.protocol
+        contracts = {n: protocol[n] for n in ("TaskPool", "DisputeCommittee") if n in protocol}
+        name = f"{self.role_name}-{config.account.address[2:8].lower()}"
+        super().__init__(
+            name, protocol.w3, contracts, config.state, confirmations=config.confirmations,
+            poll_interval=config.poll_interval, max_backoff=10.0, metrics=config.metrics,
+            start_block=int(protocol.deployment.get("block", 0)),
+        )
+        self.config = config
+        self.protocol = protocol
+        self.account = config.account
+        self.address = str(config.account.address)
+        self.sender = protocol.sender(config.account)
+        self.view = ChainView(protocol)
+        self.content = JobContent(self.view, config.store)
+        self.store = config.store
+        self.pool = protocol.bind("TaskPool", self.sender)
+        self.registry = protocol.bind("NodeRegistry", self.sender)
+        self.token = protocol.bind("GensynToken", self.sender)
+        self.committee = protocol.bind("DisputeCommittee", self.sender)
+
+    # -- joining the network -----------------------------------------------------------------
+
+    def on_start(self) -> None:
+        """Register with this role and the measured hardware, approve, and stake up to the target."""
+        hw = self.config.hardware
+        if int(self.registry.call("rolesOf", self.address)) == 0:
+            self.once(("register",), lambda: self.registry.transact("register", self.role_bits, hw.as_tuple()),
+                      already_done=lambda: int(self.registry.call("rolesOf", self.address)) != 0)
+            self.log.info("node.registered", roles=self.role_bits, hardware=hw.describe())
+        for spender in (self.protocol.addresses["NodeRegistry"], self.protocol.addresses["TaskPool"]):
+            if int(self.token.call("allowance", self.address, spender)) < 2**255:
+                self.token.transact("approve", spender, 2**256 - 1)
+        bonded = int(self.registry.call("bondedOf", self.address))
+        if self.config.stake > bonded:
+            balance = int(self.token.call("balanceOf", self.address))
+            amount = min(self.config.stake - bonded, balance)
+            if amount > 0:
+                self.registry.transact("stake", amount)
+                self.log.info("node.staked", amount=amount / E18, bonded=(bonded + amount) / E18)
+        self.metrics.set_earnings(self.earnings())
+
+    # -- units followed ----------------------------------------------------------------------
+
+    def follow(self, group: str, unit_id: int, data: Any = True) -> None:
+        self.state.put(f"{group}:{unit_id}", data)
+
+    def unfollow(self, group: str, unit_id: int) -> None:
+        self.state.delete(f"{group}:{unit_id}")
+
+    def followed(self, group: str) -> list[tuple[int, Any]]:
+        prefix = f"{group}:"
+        return [(int(k[len(prefix):]), self.state.get(k)) for k in self.state.keys(prefix)]
+
+    # -- keeper duties -----------------------------------------------------------------------
+
+    def poke(self, unit: UnitInfo) -> bool:
+        """Take whatever permissionless transition is due for `unit`. True if one was sent."""
+        now = self.view.now()
+        try:
+            if unit.status is UnitStatus.ASSIGNED and now > unit.deadline:
+                self.pool.transact("timeoutClaim", unit.unit_id)
+                self.log.info("keeper.timeout", unit=unit.unit_id, solver=unit.solver)
+                return True
+            if unit.status is UnitStatus.COMMITTED and not unit.drawn:
+                return self._draw(unit)
+            if unit.status is UnitStatus.COMMITTED and now > unit.reveal_deadline:
+                self.pool.transact("closeVerdicts", unit.unit_id)
+                self.log.info("keeper.close_verdicts", unit=unit.unit_id)
+                return True
+            if unit.status is UnitStatus.VERIFIED and now > unit.deadline:
+                self.pool.transact("finalize", unit.unit_id)
+                self.log.info("keeper.finalize", unit=unit.unit_id)
+                return True
+        except ContractRevert as e:
+            if e.name not in BENIGN_REVERTS:
+                raise
+            self.log.debug("keeper.skip", unit=unit.unit_id, reason=e.name)
+        return False
+
+    def _draw(self, unit: UnitInfo) -> bool:
+        # The seed is the hash of the block after the commitment: wait until it exists.
+        commitment = self.view.commitment(unit.unit_id)
+        if commitment is None or self.protocol.w3.eth.block_number <= commitment.block + 1:
+            return False
+        self.pool.transact("drawValidators", unit.unit_id)
+        self.log.info("keeper.draw", unit=unit.unit_id)
+        return True
+
+    def resolve_dispute(self, dispute_id: int) -> bool:
+        try:
+            self.committee.transact("resolve", dispute_id)
+        except ContractRevert as e:
+            if e.name not in BENIGN_REVERTS:
+                raise
+            return False
+        self.log.info("keeper.resolve", dispute=dispute_id)
+        return True
+
+    # -- money -------------------------------------------------------------------------------
+
+    def claim_credit(self) -> int:
+        """Withdraw pending credit; returns the amount (0 if none)."""
+        owed = int(self.pool.call("credit", self.address))
+        if owed == 0:
+            return 0
+        try:
+            self.pool.transact("claimCredit")
+        except ContractRevert as e:
+            if e.name != "NoCredit":
+                raise
+            return 0
+        self.metrics.add_earnings(owed / E18)
+        self.log.info("credit.claimed", amount=owed / E18)
+        return owed
+
+    def earnings(self) -> float:
+        return float(self.state.get("earned", 0)) / E18
+
+    def units(self, ids: Iterable[int]) -> list[UnitInfo]:
+        return [self.view.unit(i) for i in ids]

@@ -1,0 +1,227 @@
+"""The solver daemon: claims units it is fit for, trains them, commits, and collects its pay.
+
+One unit at a time. Training saves a record (checkpoint CIDs, hashes and
+losses) after every checkpoint, so a solver killed mid-unit resumes from its
+last local checkpoint and commits exactly what an uninterrupted run would
+have. Claims and commits are keyed by the unit's epoch (`openedAt` for a
+claim, the commit deadline for a commit), so a reopened unit can be claimed
+again but no claim or commit is ever sent twice.
+
+A solver also keeps the network moving around its own units (drawing
+validators, closing verdicts, finalizing) and times out units whose solver
+vanished, which frees them for itself.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gensyn_py.errors import ContractRevert, GensynError, SpecError, TrainingError
+from gensyn_py.network.node import NodeConfig, NodeDaemon
+from gensyn_py.network.view import UnitInfo
+from gensyn_py.proof.commitment import UnitCommitment
+from gensyn_py.roles.daemon import Handler
+from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, UnitStatus
+
+if TYPE_CHECKING:
+    from gensyn_py.chain.events import EventRecord
+
+# Reverts that mean "this unit is not for us (now)": skip it.
+CLAIM_MISSES = frozenset({"BadUnitStatus", "ScoreTooLow", "HardwareMismatch", "PriceTooHigh", "JobNotActive",
+                          "InsufficientFreeStake", "NodeJailed"})
+
+
+class Interrupted(TrainingError):
+    """Training stopped because the daemon is shutting down; the record allows a resume."""
+
+
+class SolverDaemon(NodeDaemon):
+    role_bits = ROLE_SOLVER
+    role_name = "solver"
+
+    def __init__(self, config: NodeConfig, records_dir: Path, device: str | None = None,
+                 cheat: str | None = None) -> None:
+        super().__init__(config)
+        self.records_dir = records_dir
+        self.records_dir.mkdir(parents=True, exist_ok=True)
+        self.device = device
+        self.cheat = cheat
+        self.seconds_training = 0.0
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "UnitOpened": self._note_open,
+            "UnitReopened": self._note_open,
+            "UnitTimedOut": self._note_open,
+            "UnitClaimed": self._note_claimed,
+        }
+
+    def _note_open(self, record: EventRecord) -> None:
+        self.follow("open", int(record.args["unitId"]))
+
+    def _note_claimed(self, record: EventRecord) -> None:
+        unit_id = int(record.args["unitId"])
+        self.unfollow("open", unit_id)
+        # Our own units are worked on; others' are watched so a vanished solver's unit gets freed.
+        self.follow("mine" if record.args["solver"] == self.address else "watch", unit_id)
+
+    # -- the cycle's time-based work -----------------------------------------------------------
+
+    def tick(self) -> None:
+        for unit in self.units(i for i, _ in self.followed("mine")):
+            if self.stopping:
+                return
+            self._advance_mine(unit)
+        for unit in self.units(i for i, _ in self.followed("watch")):
+            if unit.status is not UnitStatus.ASSIGNED:
+                self.unfollow("watch", unit.unit_id)
+                if unit.status is UnitStatus.OPEN:
+                    self.follow("open", unit.unit_id)
+            elif self.poke(unit):
+                self.unfollow("watch", unit.unit_id)
+                self.follow("open", unit.unit_id)
+        if not self._busy():
+            self._claim_next()
+        self.claim_credit()
+
+    def _busy(self) -> bool:
+        return any(self.view.unit(i).status is UnitStatus.ASSIGNED for i, _ in self.followed("mine"))
+
+    def _advance_mine(self, unit: UnitInfo) -> None:
+        if unit.solver != self.address or unit.status in (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN):
+            if unit.status is UnitStatus.FINAL and unit.solver == self.address:
+                self.metrics.unit_done()
+                self.log.info("unit.final", unit=unit.unit_id, job=unit.job_id)
+            self.unfollow("mine", unit.unit_id)
+            return
+        if unit.status is UnitStatus.ASSIGNED:
+            self._solve(unit)
+        else:
+            self.poke(unit)
+
+    # -- claiming ----------------------------------------------------------------------------
+
+    def _claim_next(self) -> None:
+        my_class = DEVICE_CLASSES[self.config.hardware.device_class]
+        for unit_id, _ in sorted(self.followed("open")):
+            unit = self.view.unit(unit_id)
+            if unit.status is not UnitStatus.OPEN:
+                self.unfollow("open", unit_id)
+                continue
+            try:
+                spec = self.content.spec(unit.job_id)
+            except (SpecError, GensynError) as e:
+                if isinstance(e, SpecError):
+                    self.log.warning("unit.bad_spec", unit=unit_id, error=str(e))
+                    self.unfollow("open", unit_id)
+                    continue
+                raise
+            if DEVICE_CLASSES[spec.hardware.device_class] != my_class:
+                self.unfollow("open", unit_id)
+                continue
+            score, required = self.pool.call("claimScore", self.address, unit_id)
+            if int(score) < int(required):
+                continue  # the required score falls over the claim window; try again next cycle
+            if self._claim(unit):
+                return
+
+    def _claim(self, unit: UnitInfo) -> bool:
+        key = ("claim", unit.unit_id, unit.opened_at)
+
+        def claimed_by_me() -> bool:
+            u = self.view.unit(unit.unit_id)
+            return u.solver == self.address and u.opened_at == unit.opened_at and u.status is not UnitStatus.OPEN
+
+        try:
+            self.once(key, lambda: self.pool.transact("claim", unit.unit_id), already_done=claimed_by_me)
+        except ContractRevert as e:
+            if e.name not in CLAIM_MISSES:
+                raise
+            self.log.info("unit.claim_missed", unit=unit.unit_id, reason=e.name)
+            self.state.mark_done(key, detail=f"missed: {e.name}")
+            return False
+        self.unfollow("open", unit.unit_id)
+        self.follow("mine", unit.unit_id)
+        self.log.info("unit.claimed", unit=unit.unit_id, job=unit.job_id, round=unit.round, shard=unit.shard)
+        return True
+
+    # -- training and committing -------------------------------------------------------------
+
+    def _solve(self, unit: UnitInfo) -> None:
+        if self.view.now() > unit.deadline:
+            self.log.warning("unit.deadline_missed", unit=unit.unit_id)
+            return  # anyone may now time it out; keep following until it leaves our hands
+        epoch = unit.deadline
+        key = ("commit", unit.unit_id, epoch)
+        if self.state.is_done(key):
+            return
+        started = time.perf_counter()
+        commitment = self._work(unit, epoch)
+        train_s = time.perf_counter() - started
+        self.seconds_training += train_s
+
+        def committed() -> bool:
+            u = self.view.unit(unit.unit_id)
+            return u.status is not UnitStatus.ASSIGNED or u.deadline != epoch
+
+        try:
+            self.once(key, lambda: self.pool.transact(
+                "commit", unit.unit_id, commitment.checkpoint_root, commitment.final_state_hash,
+                commitment.manifest_cid), already_done=committed)
+        except ContractRevert as e:
+            if e.name not in ("DeadlinePassed", "BadUnitStatus", "NotSolver"):
+                raise
+            self.log.warning("unit.commit_refused", unit=unit.unit_id, reason=e.name)
+            self.state.mark_done(key, detail=f"refused: {e.name}")
+            return
+        self.log.info("unit.committed", unit=unit.unit_id, root="0x" + commitment.checkpoint_root.hex(),
+                      manifest=commitment.manifest_cid, train_s=round(train_s, 4))
+
+    def _work(self, unit: UnitInfo, epoch: int) -> UnitCommitment:
+        """Train (or aggregate) the unit; resumes from the saved record after a crash."""
+        spec = self.content.spec(unit.job_id)
+        if unit.is_aggregation:
+            from gensyn_py.proof.aggregation_unit import commit_aggregation
+
+            results = self.content.round_results(unit.job_id, unit.round)
+            return commit_aggregation(spec, self.store, unit.job_id, unit.round, results, self.content.timeout)
+        dataset = self.content.dataset(unit.job_id)
+        weights = self.content.start_weights(unit.job_id, unit.round)
+        if self.cheat:
+            from gensyn_py.proof.cheats import CHEATS
+
+            self.log.warning("unit.cheating", unit=unit.unit_id, cheat=self.cheat)
+            return CHEATS[self.cheat](spec, dataset, self.store, unit.job_id, unit.round, unit.shard)
+        from gensyn_py.proof.unit import UnitRecord, commit_segments, resume_trainer
+        from gensyn_py.train.trainer import Trainer
+
+        path = self.records_dir / f"unit-{unit.unit_id}-{epoch}.json"
+        if path.exists():
+            record = UnitRecord.load(path)
+            trainer = resume_trainer(spec, dataset, unit.round, unit.shard, self.store, record, self.device, weights)
+            self.log.info("unit.resumed", unit=unit.unit_id, step=trainer.step)
+        else:
+            record = UnitRecord()
+            trainer = Trainer(spec, dataset, unit.round, unit.shard, self.device, weights)
+        total = spec.steps_per_unit
+        every = max(1, total // 10)
+
+        def progress(step: int, _total: int, loss: float) -> None:
+            if self.stopping:
+                raise Interrupted(f"stopped at step {step} of unit {unit.unit_id}")
+            if step % every == 0 or step == total:
+                self.log.info("unit.progress", unit=unit.unit_id, step=step, steps=total, loss=round(loss, 5))
+
+        self.log.info("unit.training", unit=unit.unit_id, job=unit.job_id, round=unit.round, shard=unit.shard,
+                      steps=total, from_step=trainer.step, device=str(trainer.device))
+        return commit_segments(trainer, self.store, unit.job_id, on_step=progress, record=record, record_path=path)
+
+    def triage(self, exc: BaseException):  # type: ignore[no-untyped-def]
+        from gensyn_py.roles.daemon import Triage
+
+        if isinstance(exc, Interrupted):
+            return Triage.RETRY  # the loop ends anyway: we are stopping
+        return super().triage(exc)
+

@@ -1,0 +1,202 @@
+"""The validator daemon: replays the segments it is drawn for, commit-reveals verdicts, sits on committees.
+
+Verdicts. For each draw naming this node, it replays its segment (or
+recomputes an aggregation), keeps the verdict, the transcript hash and a fresh
+salt in its state *before* sending the sealed commit, then reveals once
+reveals open. Accepting needs the transcript hash, which only a replay yields:
+that is the protocol's answer to the verifier's dilemma. A `lazy` validator
+(for tests and the demo) accepts without replaying: it cannot know the
+transcript, so its reveal is refused and it is penalised as a no-show.
+
+Committees. When a dispute draws it, it replays the disputed segment and
+votes; anyone resolves the dispute once everyone voted or the vote closed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import TYPE_CHECKING, Any
+
+from eth_abi import encode
+
+from gensyn_py.errors import ContractRevert, VerificationError
+from gensyn_py.network.node import NodeConfig, NodeDaemon
+from gensyn_py.network.verify import check_segment
+from gensyn_py.network.view import UnitInfo
+from gensyn_py.proof.hashing import keccak256
+from gensyn_py.proof.replay import Verdict
+from gensyn_py.roles.daemon import Handler
+from gensyn_py.types import ROLE_VALIDATOR, UnitStatus
+
+if TYPE_CHECKING:
+    from gensyn_py.chain.events import EventRecord
+
+DONE_STATES = (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN, UnitStatus.ASSIGNED)
+
+
+def verdict_hash(unit_id: int, validator: str, accept: bool, transcript: bytes, salt: bytes) -> bytes:
+    """The sealed verdict: keccak256(abi.encode(unitId, validator, accept, transcriptHash, salt))."""
+    return keccak256(encode(["uint256", "address", "bool", "bytes32", "bytes32"],
+                            [unit_id, validator, accept, transcript, salt]))
+
+
+class ValidatorDaemon(NodeDaemon):
+    role_bits = ROLE_VALIDATOR
+    role_name = "validator"
+
+    def __init__(self, config: NodeConfig, device: str | None = None, lazy: bool = False) -> None:
+        super().__init__(config)
+        self.device = device
+        self.lazy = lazy
+
+    def handlers(self) -> dict[str, Handler]:
+        return {"ValidatorsDrawn": self._note_drawn, "DisputeOpened": self._note_dispute}
+
+    def _note_drawn(self, record: EventRecord) -> None:
+        validators = list(record.args["validators"])
+        if self.address not in validators:
+            return
+        slot = validators.index(self.address)
+        self.follow("drawn", int(record.args["unitId"]), {
+            "segment": int(record.args["segments"][slot]),
+            "seed": "0x" + bytes(record.args["seed"]).hex(),
+            "block": record.block_number,
+        })
+
+    def _note_dispute(self, record: EventRecord) -> None:
+        self.follow("dispute", int(record.args["disputeId"]), {"unit": int(record.args["unitId"])})
+
+    def tick(self) -> None:
+        for unit_id, task in self.followed("drawn"):
+            if self.stopping:
+                return
+            self._verdict(self.view.unit(unit_id), task)
+        for dispute_id, info in self.followed("dispute"):
+            if self.stopping:
+                return
+            self._serve(dispute_id, info)
+        self.claim_credit()
+
+    # -- verdicts ----------------------------------------------------------------------------
+
+    def _verdict(self, unit: UnitInfo, task: dict[str, Any]) -> None:
+        seed = str(task["seed"])
+        if unit.status is UnitStatus.VERIFIED:
+            self.poke(unit)  # finalize after the challenge window: our fee is paid then
+            return
+        if unit.status in DONE_STATES or "0x" + unit.seed.hex() != seed:
+            if unit.status is UnitStatus.FINAL:
+                self.metrics.unit_done()
+            self.unfollow("drawn", unit.unit_id)
+            return
+        if unit.status is not UnitStatus.COMMITTED:
+            return  # disputed: the committee decides
+        epoch = seed[2:18]
+        sealed = self._sealed_verdict(unit, task, epoch)
+        me = self.address
+        self.once(
+            ("vcommit", unit.unit_id, epoch),
+            lambda: self.pool.transact("commitVerdict", unit.unit_id, bytes.fromhex(sealed["hash"][2:])),
+            already_done=lambda: self.view.has_event("VerdictCommitted", int(task["block"]),
+                                                     unitId=unit.unit_id, validator=me),
+        )
+        now = self.view.now()
+        reveals_open = unit.committed_count == len(unit.validators) or now > unit.commit_deadline
+        if reveals_open and now <= unit.reveal_deadline:
+            self._reveal(unit, task, sealed, epoch)
+        elif now > unit.reveal_deadline:
+            self.poke(unit)  # close verdicts: no-shows are penalised and skipped
+
+    def _sealed_verdict(self, unit: UnitInfo, task: dict[str, Any], epoch: str) -> dict[str, Any]:
+        """The verdict for this draw, computed once and kept before anything is sent."""
+        key = f"verdict:{unit.unit_id}:{epoch}"
+        kept = self.state.get(key)
+        if kept is not None:
+            return dict(kept)
+        segment = int(task["segment"])
+        started = time.perf_counter()
+        verdict = (Verdict(True, segment, secrets.token_bytes(32), "accepted without replaying") if self.lazy
+                   else check_segment(self.content, unit, segment, self.device))
+        transcript = verdict.transcript_hash or bytes(32)
+        salt = secrets.token_bytes(32)
+        sealed = {
+            "accept": verdict.accept, "transcript": "0x" + transcript.hex(), "salt": "0x" + salt.hex(),
+            "segment": segment, "reason": verdict.reason,
+            "hash": "0x" + verdict_hash(unit.unit_id, self.address, verdict.accept, transcript, salt).hex(),
+        }
+        self.state.put(key, sealed)
+        self.metrics.verdict("accept" if verdict.accept else "reject")
+        self.log.info("verdict", unit=unit.unit_id, segment=segment, accept=verdict.accept, reason=verdict.reason,
+                      verify_s=round(time.perf_counter() - started, 4))
+        return sealed
+
+    def _reveal(self, unit: UnitInfo, task: dict[str, Any], sealed: dict[str, Any], epoch: str) -> None:
+        key = ("vreveal", unit.unit_id, epoch)
+        if self.state.is_done(key):
+            return
+        commitment = self.view.commitment(unit.unit_id)
+        if commitment is None:
+            return
+        try:
+            manifest = self.content.manifest(commitment.manifest_cid)
+        except VerificationError as e:  # a withheld manifest leaves nothing to prove; challengers step in
+            self.log.error("verdict.unprovable", unit=unit.unit_id, error=str(e))
+            return
+        j = int(sealed["segment"])
+        args = (unit.unit_id, bool(sealed["accept"]), bytes.fromhex(sealed["transcript"][2:]),
+                bytes.fromhex(sealed["salt"][2:]), manifest.state_hashes[j], manifest.state_hashes[j + 1],
+                manifest.transcript_commits[j], manifest.proof(j))
+        me = self.address
+        try:
+            self.once(key, lambda: self.pool.transact("revealVerdict", *args),
+                      already_done=lambda: self.view.has_event("VerdictRevealed", int(task["block"]),
+                                                               unitId=unit.unit_id, validator=me))
+        except ContractRevert as e:
+            if e.name not in ("TranscriptMismatch", "DeadlinePassed", "BadUnitStatus"):
+                raise
+            self.state.mark_done(key, detail=f"refused: {e.name}")
+            self.log.warning("verdict.reveal_refused", unit=unit.unit_id, reason=e.name)
+            return
+        self.log.info("verdict.revealed", unit=unit.unit_id, accept=sealed["accept"])
+
+    # -- committees --------------------------------------------------------------------------
+
+    def _serve(self, dispute_id: int, info: dict[str, Any]) -> None:
+        d = self.committee.call("getDispute", dispute_id)
+        # Dispute: (unitId, solver, opener, deviceClass, drawn, resolved, openBlock, deadline, yes, no, votes, members)
+        drawn, resolved, open_block, deadline, votes, members = d[4], d[5], int(d[6]), int(d[7]), int(d[10]), d[11]
+        if resolved:
+            self.unfollow("dispute", dispute_id)
+            return
+        now = self.view.now()
+        if not drawn:
+            if self.protocol.w3.eth.block_number > open_block + 1 and now <= deadline:
+                try:
+                    self.committee.transact("drawCommittee", dispute_id)
+                except ContractRevert as e:
+                    if e.name not in ("TooEarly", "VotingClosed", "DisputeClosed"):
+                        raise
+            elif now > deadline:
+                self.resolve_dispute(dispute_id)
+            return
+        if self.address in members and int(self.committee.call("voteOf", dispute_id, self.address)) == 0 \
+                and now <= deadline:
+            self._vote(dispute_id, int(info["unit"]))
+            votes += 1
+        if votes >= len(members) or now > deadline:
+            self.resolve_dispute(dispute_id)
+
+    def _vote(self, dispute_id: int, unit_id: int) -> None:
+        unit = self.view.unit(unit_id)
+        found = self.view.dispute_of(unit_id)
+        segment = found[1] if found else 0
+        started = time.perf_counter()
+        verdict = (Verdict(True, segment, None, "voted without replaying") if self.lazy
+                   else check_segment(self.content, unit, segment, self.device))
+        self.once(("vote", dispute_id), lambda: self.committee.transact("vote", dispute_id, verdict.accept),
+                  already_done=lambda: int(self.committee.call("voteOf", dispute_id, self.address)) != 0)
+        self.metrics.dispute("vote_honest" if verdict.accept else "vote_fraud")
+        self.log.info("dispute.voted", dispute=dispute_id, unit=unit_id, segment=segment,
+                      solver_honest=verdict.accept, reason=verdict.reason,
+                      verify_s=round(time.perf_counter() - started, 4))

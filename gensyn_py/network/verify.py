@@ -1,0 +1,35 @@
+"""Checking one segment of a committed unit: the work of validators, challengers and committees."""
+
+from __future__ import annotations
+
+from gensyn_py.errors import VerificationError
+from gensyn_py.network.content import JobContent
+from gensyn_py.network.view import UnitInfo
+from gensyn_py.proof.aggregation_unit import verify_aggregation
+from gensyn_py.proof.replay import UnitRef, Verdict, replay_segment
+
+
+def check_segment(content: JobContent, unit: UnitInfo, segment: int, device: str | None = None) -> Verdict:
+    """Replay (or, for an aggregation unit, recompute) `segment` of the unit's latest commitment.
+
+    Solver faults (a missing manifest, a commitment its manifest does not
+    match) reject; the node's own trouble (an unreachable store or RPC) raises
+    to be retried.
+    """
+    commitment = content.view.commitment(unit.unit_id)
+    if commitment is None:
+        return Verdict(False, segment, None, "unit has no commitment")
+    try:
+        manifest = content.manifest(commitment.manifest_cid)
+    except VerificationError as e:
+        return Verdict(False, segment, None, str(e))
+    if manifest.root() != commitment.checkpoint_root or manifest.final_state_hash != commitment.final_state_hash:
+        return Verdict(False, segment, None, "manifest does not match the on-chain commitment")
+    spec = content.spec(unit.job_id)
+    if unit.is_aggregation:
+        results = content.round_results(unit.job_id, unit.round)
+        return verify_aggregation(spec, content.store, unit.job_id, unit.round, commitment.checkpoint_root,
+                                  manifest, results, content.timeout)
+    ref = UnitRef(unit.job_id, unit.round, unit.shard, commitment.checkpoint_root)
+    return replay_segment(spec, content.dataset(unit.job_id), content.store, ref, manifest, segment, device,
+                          content.start_weights(unit.job_id, unit.round), content.timeout)
