@@ -1,9 +1,12 @@
-"""`gensyn demo`: a fresh local chain, the protocol deployed, one whole job played and reported."""
+"""`gensyn demo`: a whole market on this machine, an honest job settled, a cheater slashed, a report."""
 
 from __future__ import annotations
 
+import os
 import tempfile
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -11,52 +14,71 @@ from rich.table import Table
 
 from gensyn_py.config import Settings
 
+if TYPE_CHECKING:
+    from gensyn_py.network.demo import DemoResult
+
 E18 = 10**18
 
 
 @click.command()
-@click.option("--keep", type=click.Path(path_type=Path), default=None, help="Keep chain state and store here.")
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep chain state, content store, daemon state and logs here.")
+@click.option("--store", default=None,
+              help="Content store: a Kubo RPC URL (http://127.0.0.1:5001) for a real IPFS node. "
+                   "Default: a local store in the work directory, or GENSYN_STORE when set.")
 @click.pass_obj
-def demo(settings: Settings, keep: Path | None) -> None:
-    """Start anvil, deploy, run one job through every protocol step, print what happened."""
-    from eth_account import Account
-    from web3 import Web3
-
-    from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode
+def demo(settings: Settings, keep: Path | None, store: str | None) -> None:
+    """Start anvil and 5 role daemons, settle a 2x2 training job, catch a cheater, print what happened."""
     from gensyn_py.chain.compiler import compile_detailed
-    from gensyn_py.chain.contracts import ProtocolContracts
-    from gensyn_py.chain.deploy import deploy_protocol
-    from gensyn_py.roles.walkthrough import Walkthrough, default_store
+    from gensyn_py.network.demo import DemoMarket
+    from gensyn_py.network.localnet import LocalNetwork
 
-    console = Console()
+    console = Console(width=max(100, Console().width))
+    started = time.perf_counter()
     workdir = keep or Path(tempfile.mkdtemp(prefix="gensyn-demo-"))
-    workdir.mkdir(parents=True, exist_ok=True)
     with console.status("compiling contracts…"):
         compiled = compile_detailed()
     console.print(f"[bold]contracts[/] compiled with {compiled.compiler}{' (cached)' if compiled.cached else ''}")
-    with AnvilNode(state_path=workdir / "anvil-state.json", log_path=workdir / "anvil.log") as node:
-        w3 = Web3(Web3.HTTPProvider(node.url))
-        deployment = deploy_protocol(w3, Account.from_key(DEV_KEYS[0]), compiled.artifacts)
-        console.print(f"[bold]anvil[/] at {node.url}; protocol deployed:")
-        for name, address in deployment["contracts"].items():
+    net = LocalNetwork(workdir, store=store or os.environ.get("GENSYN_STORE"))
+    try:
+        net.start()
+        assert net.protocol is not None
+        console.print(f"[bold]anvil[/] at {net.url} (a block a second, transactions mined at once); deployed:")
+        for name, address in net.protocol.addresses.items():
             console.print(f"  {name:<18} {address}")
-        protocol = ProtocolContracts(w3, deployment["contracts"], compiled.artifacts, int(w3.eth.chain_id), deployment)
-        play = Walkthrough(w3, protocol, default_store(workdir / "store"), lambda line: console.print(f"• {line}"))
-        result = play.run()
+        console.print(f"content store: {net.store_spec}")
+        market = DemoMarket(net, lambda line: console.print(f"• {line}"))
+        result = market.run()
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: stopping every process this demo started[/]")
+        raise SystemExit(130) from None
+    finally:
+        with console.status("stopping daemons and anvil…"):
+            net.stop()
+    _report(console, result, time.perf_counter() - started, workdir)
+
+
+def _report(console: Console, result: DemoResult, wall: float, workdir: Path) -> None:
+    from gensyn_py.network.demo import ACCURACY_TARGET
 
     console.rule("what happened")
-    console.print(f"held-out accuracy of the trained model: [bold]{result.accuracy:.1%}[/]")
-    balances = Table("actor", "tokens before", "tokens after", "change", "stake slashed")
-    for name, before in result.balances_before.items():
-        after = result.balances_after[name]
-        slashed = result.slashed.get(name, 0)
-        balances.add_row(name, f"{before / E18:,.2f}", f"{after / E18:,.2f}", f"{(after - before) / E18:+,.2f}",
-                         f"{slashed / E18:,.2f}")
-    console.print(balances)
-    gas = Table("actor", "action", "gas")
-    for actor, action, used in result.gas:
-        gas.add_row(actor, action, f"{used:,}")
-    console.print(gas)
-    console.print(f"total gas {result.total_gas:,}; wall time {result.seconds['total']:.1f}s "
-                  f"(training {result.seconds['training']:.1f}s, verification {result.seconds['verification']:.1f}s)")
-    console.print(f"chain state and content store in {workdir}")
+    console.print(f"job {result.honest_job} (2 rounds x 2 shards): held-out accuracy of the downloaded model "
+                  f"[bold]{result.accuracy:.1%}[/] (target {ACCURACY_TARGET:.0%})")
+    console.print(f"job {result.cheat_job}: the cheating solver was caught by {result.fraud_detected_by} and lost "
+                  f"[bold red]{result.cheater_slashed / E18:,.0f}[/] tokens of stake; the unit was redone honestly")
+    table = Table("actor", "wallet", "stake", "net change", "slashed", "txs", "gas")
+    for name, before in result.before.items():
+        after = result.after[name]
+        txs, gas = result.gas.get(name, (0, 0))
+        table.add_row(name, f"{before.wallet / E18:,.0f} → {after.wallet / E18:,.2f}",
+                      f"{before.bonded / E18:,.0f} → {after.bonded / E18:,.0f}",
+                      f"{(after.total - before.total) / E18:+,.2f}", f"{result.slashed.get(name, 0) / E18:,.0f}",
+                      str(txs), f"{gas:,}")
+    console.print(table)
+    total_gas = sum(g for _, g in result.gas.values())
+    s = result.seconds
+    console.print(f"gas spent by all actors: {total_gas:,}")
+    console.print(f"wall time {wall:.1f}s; of the market's {s['total']:.1f}s: training {s['training']:.1f} CPU-s, "
+                  f"verification {s['verification']:.1f} CPU-s, protocol waiting (claim auctions, seed blocks, "
+                  f"reveal and challenge windows) {s['protocol']:.1f}s")
+    console.print(f"chain state, content store, daemon state and logs in {workdir}")

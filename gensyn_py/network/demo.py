@@ -82,8 +82,8 @@ class DemoMarket:
 
     @property
     def protocol(self) -> ProtocolContracts:
-        assert self.protocol is not None, "start the network first"
-        return self.protocol
+        assert self.net.protocol is not None, "start the network first"
+        return self.net.protocol
 
     @property
     def view(self) -> ChainView:
@@ -242,8 +242,9 @@ class DemoMarket:
         training = verification = 0.0
         for name in self.net.nodes:
             for rec in self.net.log_lines(name):
-                training += float(rec.get("train_s", 0) or 0)
-                verification += float(rec.get("verify_s", 0) or 0)
+                fields = rec.get("fields") or {}
+                training += float(fields.get("train_s", 0) or 0)
+                verification += float(fields.get("verify_s", 0) or 0)
         return {"total": total, "training": training, "verification": verification,
                 "protocol": max(0.0, total - training - verification)}
 

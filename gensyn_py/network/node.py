@@ -104,6 +104,7 @@ class NodeDaemon(Daemon):
                 self.registry.transact("stake", amount)
                 self.log.info("node.staked", amount=amount / E18, bonded=(bonded + amount) / E18)
         self.metrics.set_earnings(self.earnings())
+        warm_up()
 
     # -- units followed ----------------------------------------------------------------------
 
@@ -184,3 +185,12 @@ class NodeDaemon(Daemon):
 
     def units(self, ids: Iterable[int]) -> list[UnitInfo]:
         return [self.view.unit(i) for i in ids]
+
+
+def warm_up() -> None:
+    """Import PyTorch and the trainer now, so the first unit or replay does not pay for it mid-deadline."""
+    import torch
+
+    from gensyn_py.train import trainer  # noqa: F401 - imported for its import cost
+
+    torch.ones(8, 8) @ torch.ones(8, 8)
