@@ -31,9 +31,14 @@ def cli(ctx: click.Context) -> None:
 def _register() -> None:
     from gensyn_py.cli.demo import demo
     from gensyn_py.cli.devnet import devnet
+    from gensyn_py.cli.job import job
+    from gensyn_py.cli.nodes import challenger, solver, validator
 
     cli.add_command(devnet)
     cli.add_command(demo)
+    cli.add_command(job)
+    for role in (solver, validator, challenger):
+        cli.add_command(role)
 
 
 _register()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.errors import GensynError
 from gensyn_py.network.accounting import Holding, gas_by_sender, holdings
 from gensyn_py.network.localnet import E18, LocalNetwork, wait_until
 from gensyn_py.network.view import ChainView, UnitInfo
@@ -235,8 +236,9 @@ class DemoMarket:
 
     def _check_alive(self) -> None:
         for name, node in self.net.nodes.items():
-            if node.process is not None and node.process.poll() not in (None, 0, -15, -9) and name != "":
-                raise RuntimeError(f"{name} exited with code {node.process.returncode}; see {node.log_path}")
+            if node.crashed():
+                assert node.process is not None
+                raise GensynError(f"{name} exited with code {node.process.returncode}; see {node.log_path}")
 
     def _time_split(self, total: float) -> dict[str, float]:
         training = verification = 0.0

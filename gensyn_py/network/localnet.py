@@ -58,6 +58,11 @@ class NodeProcess:
     state_dir: Path
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
+    down: bool = False  # stopped on purpose (kill()); not a crash
+
+    def crashed(self) -> bool:
+        """Exited without being told to."""
+        return not self.down and self.process is not None and self.process.poll() is not None
 
     @property
     def alive(self) -> bool:
@@ -158,12 +163,14 @@ class LocalNetwork:
         node.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(node.log_path, "ab")  # noqa: SIM115 - handed to the child, closed by the OS on exit
         env = {**self.env(), "GENSYN_KEY": node.account.key.hex()}
+        node.down = False
         node.process = subprocess.Popen(node.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                         env=env, start_new_session=True)
         log.close()
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         node = self.nodes[name]
+        node.down = True
         if node.process is not None and node.process.poll() is None:
             node.process.send_signal(sig)
             node.process.wait(timeout=30)
@@ -180,6 +187,7 @@ class LocalNetwork:
     def stop_nodes(self, timeout: float = 15.0) -> dict[str, int | None]:
         """SIGTERM every daemon, wait, SIGKILL stragglers; returns exit codes."""
         for node in self.nodes.values():
+            node.down = True
             if node.alive:
                 assert node.process is not None
                 node.process.send_signal(signal.SIGTERM)

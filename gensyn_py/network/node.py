@@ -192,5 +192,7 @@ def warm_up() -> None:
     import torch
 
     from gensyn_py.train import trainer  # noqa: F401 - imported for its import cost
+    from gensyn_py.train.determinism import configure_exact
 
+    configure_exact(1)  # its first call pulls in more of torch (seconds on a busy machine)
     torch.ones(8, 8) @ torch.ones(8, 8)

@@ -1,0 +1,84 @@
+"""Read a job spec file, resolving a local dataset file into its content-addressed `dataset` entry.
+
+A spec file is the JSON of `gensyn_py.train.spec.JobSpec`, except that its
+`dataset` may be `{"file": "digits.safetensors"}` (a path relative to the
+spec file) instead of a full entry; `--dataset FILE` does the same from the
+command line and wins over the file. The dataset file is decoded (safetensors
+with exactly `x` and `y`, never pickle) and described by `dataset_entry`; with
+a store, its bytes are uploaded so solvers can fetch them by CID.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gensyn_py.errors import SpecError
+from gensyn_py.requester.errors import DatasetError
+
+if TYPE_CHECKING:
+    from gensyn_py.storage.base import ContentStore
+    from gensyn_py.train.spec import JobSpec
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    spec: JobSpec
+    dataset_file: Path | None  # the local file the dataset came from, if any
+    uploaded: bool  # whether the dataset bytes were put into the store
+
+
+def read_spec_json(path: Path) -> dict[str, Any]:
+    """The spec file as a JSON object; SpecError naming the file otherwise."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(f"cannot read job spec {path}: {exc.strerror or exc}") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"job spec {path} is not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise SpecError(f"job spec {path} must be a JSON object")
+    return obj
+
+
+def dataset_file_entry(path: Path, store: ContentStore | None = None) -> dict[str, Any]:
+    """The spec's `dataset` entry for a local safetensors file; uploads it when a store is given."""
+    from gensyn_py.train.data import Dataset, dataset_entry
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"cannot read dataset file {path}: {exc.strerror or exc}") from None
+    try:
+        ds = Dataset.from_bytes(data)
+    except SpecError as exc:
+        raise DatasetError(f"dataset file {path}: {exc}") from None
+    entry = dataset_entry(ds, data)
+    if store is not None:
+        store.put(data)
+    return entry
+
+
+def load_spec(path: Path, store: ContentStore | None = None, dataset_file: Path | None = None) -> LoadedSpec:
+    """Parse a spec file; a local dataset (in the file or `dataset_file`) is described and, with a store, uploaded."""
+    from gensyn_py.train.spec import parse_spec
+
+    obj = read_spec_json(path)
+    local = dataset_file
+    if local is None:
+        dataset = obj.get("dataset")
+        if isinstance(dataset, dict) and set(dataset) == {"file"}:
+            if not isinstance(dataset["file"], str) or not dataset["file"]:
+                raise SpecError(f"job spec {path}: dataset.file must be a path")
+            local = path.parent / dataset["file"]
+    if local is not None:
+        obj["dataset"] = dataset_file_entry(local, store)
+    try:
+        spec = parse_spec(obj)
+    except SpecError as exc:
+        raise SpecError(f"job spec {path}: {exc}") from None
+    return LoadedSpec(spec, local, local is not None and store is not None)

@@ -1,0 +1,118 @@
+"""Submit a job: every check first, then approve exactly what is missing, then `submitJob`.
+
+Nothing is sent until the spec parses, its dataset is in the store and fits
+the model (`validate.py`), the terms pass the pool's rules (`pricing.py`), and
+the account holds the escrow in tokens and some ether for gas. A failure on
+any of those is an error naming the problem (or the shortfall) and the chain
+is untouched. Only then is the canonical spec stored (its keccak is the
+on-chain spec hash), the allowance raised to the escrow if it is short, and
+the job submitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gensyn_py.errors import ChainError
+from gensyn_py.requester.amounts import format_tokens
+from gensyn_py.requester.errors import InsufficientFunds, SubmitError
+from gensyn_py.requester.pricing import UINT128_MAX, Offer, PoolParams, escrow_for, unit_count
+from gensyn_py.requester.validate import validate_job
+from gensyn_py.types import DEVICE_CLASSES
+
+if TYPE_CHECKING:
+    from gensyn_py.requester.session import Requester
+    from gensyn_py.train.spec import JobSpec
+
+
+@dataclass(frozen=True)
+class Quote:
+    """What a job will cost under `offer` on this pool, checked against the account's funds."""
+
+    units: int
+    escrow: int
+    balance: int
+    allowance: int
+    params: PoolParams
+
+    @property
+    def approval_needed(self) -> int:
+        """The allowance to set (0 when the current one already covers the escrow)."""
+        return self.escrow if self.allowance < self.escrow else 0
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    job_id: int
+    escrow: int
+    units: int
+    spec_hash: bytes
+    spec_cid: str
+    approved: int  # allowance set in this call; 0 if none was needed
+    tx_hash: str
+    block: int
+
+
+def job_params(spec: JobSpec, spec_cid: str, offer: Offer) -> tuple[Any, ...]:
+    """The `JobParams` tuple of `submitJob`, field for field."""
+    return (
+        spec.spec_hash(), spec_cid, spec.rounds, spec.shards, spec.steps_per_unit, spec.checkpoint_interval,
+        DEVICE_CLASSES[spec.hardware.device_class], spec.hardware.min_memory_mb, offer.min_throughput,
+        offer.max_price_per_unit, offer.collateral_per_unit, offer.commit_window,
+    )
+
+
+def quote(requester: Requester, spec: JobSpec, offer: Offer) -> Quote:
+    """Check the terms against the pool and the escrow against the account; raises before any transaction."""
+    params = requester.pool_params()
+    offer.check(params)
+    units = unit_count(spec.rounds, spec.shards)
+    escrow = escrow_for(spec.rounds, spec.shards, offer.max_price_per_unit, params)
+    if escrow > UINT128_MAX:
+        raise SubmitError(f"escrow {format_tokens(escrow)} is larger than the pool accepts")
+    me = requester.address
+    balance = int(requester.token.call("balanceOf", me))
+    allowance = int(requester.token.call("allowance", me, requester.pool.address))
+    if balance < escrow:
+        raise InsufficientFunds(
+            f"{me} holds {format_tokens(balance)} tokens, {format_tokens(escrow - balance)} short of the "
+            f"{format_tokens(escrow)} escrow: {units} unit{'' if units == 1 else 's'} x "
+            f"({format_tokens(offer.max_price_per_unit)} max price + {params.validators_per_unit} validators x "
+            f"{format_tokens(params.validator_fee)} fee)",
+            need=escrow, have=balance,
+        )
+    if int(requester.protocol.w3.eth.get_balance(me)) == 0:
+        raise InsufficientFunds(f"{me} has no ether to pay gas for the approval and the submission")
+    return Quote(units, escrow, balance, allowance, params)
+
+
+def prepare_job(requester: Requester, spec: JobSpec, offer: Offer) -> Quote:
+    """Every pre-flight check (dataset, model, terms, funds); sends nothing."""
+    validate_job(spec, requester.store, requester.timeout)
+    return quote(requester, spec, offer)
+
+
+def submit_job(requester: Requester, spec: JobSpec, offer: Offer | None = None) -> SubmitResult:
+    """Check everything, then store the spec, approve what the allowance lacks, and submit."""
+    from gensyn_py.train.spec import canonical_json
+
+    offer = offer or Offer()
+    q = prepare_job(requester, spec, offer)
+    spec_cid = requester.store.put(canonical_json(spec.model_dump(mode="json")))
+    approved = q.approval_needed
+    if approved:
+        requester.token.transact("approve", requester.pool.address, approved)
+    pool = requester.pool
+    receipt = pool.transact("submitJob", job_params(spec, spec_cid, offer))
+    tx_hash = receipt["transactionHash"].to_0x_hex()
+    submitted = pool.events(receipt, "JobSubmitted")
+    if not submitted:
+        raise ChainError(f"submitJob tx {tx_hash} emitted no JobSubmitted")
+    event = submitted[0]
+    if int(event["budget"]) != q.escrow:
+        raise ChainError(f"the pool escrowed {format_tokens(int(event['budget']))}, expected {format_tokens(q.escrow)}")
+    return SubmitResult(
+        job_id=int(event["jobId"]), escrow=q.escrow, units=q.units, spec_hash=spec.spec_hash(), spec_cid=spec_cid,
+        approved=approved, tx_hash=tx_hash, block=int(receipt["blockNumber"]),
+    )

@@ -1,0 +1,84 @@
+"""Checks a job must pass before any money moves: its dataset is stored and fits its model.
+
+`parse_spec` already checked the spec's fields against the registry. Here:
+
+1. the dataset's CID is in the content store (solvers fetch it from there);
+2. its bytes are what the spec declares (size, example count, shapes, dtype);
+3. the model accepts it: one forward pass on two examples, and every target
+   (every token, for a language model) is inside the model's output range.
+   This catches what a field-by-field check cannot: an MLP whose `in_features`
+   is not the flattened input size, a context longer than the model's, labels
+   beyond `num_classes`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gensyn_py.errors import ContentNotFound, SpecError, StorageError
+from gensyn_py.requester.errors import DatasetError
+
+if TYPE_CHECKING:
+    from gensyn_py.storage.base import ContentStore
+    from gensyn_py.train.data import Dataset
+    from gensyn_py.train.spec import JobSpec
+
+
+def fetch_dataset(spec: JobSpec, store: ContentStore, timeout: float = 30.0) -> Dataset:
+    """The spec's dataset from the store, checked against its declared size and shapes."""
+    from gensyn_py.train.data import Dataset
+
+    cid = spec.dataset.cid
+    try:
+        data = store.get(cid, timeout)
+    except ContentNotFound:
+        raise DatasetError(
+            f"dataset {cid} is not in the content store {store!r}: upload it first "
+            "(or reference a local file with --dataset FILE)"
+        ) from None
+    except StorageError as exc:
+        raise DatasetError(f"dataset {cid} cannot be read from {store!r}: {exc}") from None
+    try:
+        return Dataset.from_bytes(data, spec.dataset)
+    except SpecError as exc:
+        raise DatasetError(f"dataset {cid} does not match the spec: {exc}") from None
+
+
+def check_model_fits(spec: JobSpec, ds: Dataset) -> None:
+    """DatasetError unless the spec's model runs on the dataset and its targets are in range."""
+    import numpy as np
+    import torch
+
+    from gensyn_py.train.models import build_model, family
+
+    model_name = f"{spec.model.family}{dict(spec.model.sizes)}"
+    described = f"x {ds.x.dtype}{list(ds.x.shape[1:])}, y {ds.y.dtype}{list(ds.y.shape[1:])}"
+    task = family(spec.model.family).task
+    if ds.y.dtype != np.int64:
+        raise DatasetError(f"model {model_name} trains on int64 targets; the dataset's are {ds.y.dtype}")
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(0)
+            model = build_model(spec.model.family, spec.model.sizes)
+            out = model(torch.from_numpy(np.ascontiguousarray(ds.x[:2])))
+    except Exception as exc:  # any shape or dtype error torch raises
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DatasetError(f"model {model_name} cannot run on the dataset ({described}): {first}") from None
+    outputs = int(out.shape[-1])
+    want_y = list(ds.x.shape[1:]) if task == "lm" else []
+    if list(ds.y.shape[1:]) != want_y:
+        raise DatasetError(f"model {model_name} needs targets shaped {want_y}; the dataset has {described}")
+    checks = [("target", ds.y)] + ([("token", ds.x)] if task == "lm" else [])
+    for what, values in checks:
+        low, high = int(values.min()), int(values.max())
+        if low < 0 or high >= outputs:
+            raise DatasetError(
+                f"model {model_name} has {outputs} outputs but the dataset's {what}s range over [{low}, {high}]"
+            )
+
+
+def validate_job(spec: JobSpec, store: ContentStore, timeout: float = 30.0) -> Dataset:
+    """Run every pre-flight check; returns the verified dataset."""
+    ds = fetch_dataset(spec, store, timeout)
+    check_model_fits(spec, ds)
+    return ds

@@ -1,0 +1,114 @@
+"""Helpers for tests that run a market of real daemon processes on a real anvil."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from gensyn_py.network.demo import job_spec_dict
+from gensyn_py.network.localnet import E18, LOCAL_PARAMS, LocalNetwork, wait_until
+from gensyn_py.network.view import ChainView
+from gensyn_py.requester.pricing import Offer
+from gensyn_py.requester.session import Requester
+from gensyn_py.requester.submit import submit_job
+from gensyn_py.storage.factory import open_store
+from gensyn_py.train.data import dataset_entry, digits
+from gensyn_py.train.spec import parse_spec
+from gensyn_py.types import JobStatus
+
+# Shorter windows than the demo's: tests wait on reveal deadlines and challenge windows.
+TEST_PARAMS = {**LOCAL_PARAMS, "claimWindow": 2, "verdictCommitWindow": 12, "revealWindow": 10,
+               "challengeWindow": 4, "votingPeriod": 20}
+NODES = {"solver-1": ("solver", 2), "solver-2": ("solver", 3), "validator-1": ("validator", 4),
+         "validator-2": ("validator", 5), "challenger": ("challenger", 6)}
+POOL_ACTIONS = ("claim", "commit", "commitVerdict", "revealVerdict", "challenge")
+
+
+def start_market(workdir: Path, store: str | None = None, nodes: dict[str, tuple[str, int]] | None = None
+                 ) -> LocalNetwork:
+    net = LocalNetwork(workdir, params=dict(TEST_PARAMS), store=store).start()
+    for name, (role, key) in (nodes or NODES).items():
+        net.add_node(name, role, key)
+    registry = protocol(net).bind("NodeRegistry")
+    names = list(net.nodes)
+    wait_until(lambda: all(int(registry.call("bondedOf", net.nodes[n].account.address)) > 0 for n in names),
+               120, "daemons to register and stake", on_wait=lambda: check_alive(net))
+    net.fund(net.account(1).address, 100_000)
+    return net
+
+
+def protocol(net: LocalNetwork) -> Any:
+    assert net.protocol is not None
+    return net.protocol
+
+
+def check_alive(net: LocalNetwork) -> None:
+    """Fail at once, with its log, if a daemon exited that was not stopped on purpose."""
+    for name, node in net.nodes.items():
+        if node.crashed():
+            assert node.process is not None
+            tail = node.log_path.read_text(errors="replace")[-3000:]
+            raise AssertionError(f"{name} died with code {node.process.returncode}:\n{tail}")
+
+
+def submit(net: LocalNetwork, rounds: int = 1, shards: int = 1, steps: int = 100, seed: int = 1,
+           commit_window: int = 60) -> int:
+    train, _ = digits(image=False)
+    store = open_store(net.store_spec)
+    data = train.to_bytes()
+    store.put(data)
+    spec = parse_spec(job_spec_dict(dataset_entry(train, data), rounds, shards, steps, seed))
+    requester = Requester(protocol(net), store, net.account(1))
+    return submit_job(requester, spec, Offer(10 * E18, 100 * E18, commit_window)).job_id
+
+
+def wait_job(net: LocalNetwork, job: int, timeout: float = 180) -> None:
+    view = ChainView(protocol(net))
+    wait_until(lambda: view.job_state(job).status is JobStatus.COMPLETED, timeout, f"job {job} to complete",
+               every=0.5, on_wait=lambda: check_alive(net))
+
+
+def wait_log(net: LocalNetwork, name: str, event: str, timeout: float = 120, after: int = 0,
+             **match: Any) -> dict[str, Any]:
+    """The first JSON log record of `name` with this event (and fields), past the first `after` records."""
+    def found() -> dict[str, Any] | None:
+        for rec in net.log_lines(name)[after:]:
+            fields = rec.get("fields") or {}
+            if rec.get("event") == event and all(fields.get(k) == v for k, v in match.items()):
+                return rec
+        return None
+
+    return wait_until(found, timeout, f"{name} to log {event} {match}", on_wait=lambda: check_alive(net))
+
+
+def slashes(net: LocalNetwork, from_block: int) -> list[tuple[str, int]]:
+    registry = protocol(net)["NodeRegistry"]
+    return [(e["args"]["node"], int(e["args"]["amount"]))
+            for e in registry.events.Slashed().get_logs(from_block=from_block)]
+
+
+def pool_actions(net: LocalNetwork, from_block: int) -> Counter[tuple[str, str, int]]:
+    """(sender, function, unitId) of every successful pool transaction from `from_block`."""
+    w3 = net.w3
+    pool = protocol(net)["TaskPool"]
+    seen: Counter[tuple[str, str, int]] = Counter()
+    for number in range(from_block, int(w3.eth.block_number) + 1):
+        for tx in w3.eth.get_block(number, full_transactions=True)["transactions"]:
+            if not isinstance(tx, dict) and not hasattr(tx, "get"):
+                continue
+            if str(tx.get("to") or "").lower() != pool.address.lower():
+                continue
+            fn, args = pool.decode_function_input(tx["input"])
+            if fn.fn_name in POOL_ACTIONS and w3.eth.get_transaction_receipt(tx["hash"])["status"] == 1:
+                seen[(str(tx["from"]), fn.fn_name, int(args["unitId"]))] += 1
+    return seen
+
+
+def assert_conservation(net: LocalNetwork) -> None:
+    p = protocol(net)
+    token, pool, registry = p.bind("GensynToken"), p.bind("TaskPool"), p.bind("NodeRegistry")
+    pool_balance = int(token.call("balanceOf", pool.address))
+    owed = int(pool.call("totalEscrow")) + int(pool.call("totalBonds")) + int(pool.call("totalCredit"))
+    assert pool_balance == owed, f"pool holds {pool_balance}, owes {owed}"
+    assert int(token.call("balanceOf", registry.address)) == int(registry.call("totalStaked"))

@@ -1,0 +1,192 @@
+"""Reliability of the market: real anvil, real daemon processes, real training and replay.
+
+One market (2 solvers, 2 validators, 1 challenger) serves the tests in order;
+each test leaves every daemon running again. The store-outage test runs its
+own small market on a real IPFS node behind a proxy it can switch off.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gensyn_py.network.localnet import LocalNetwork, wait_until
+from gensyn_py.network.view import ChainView
+from gensyn_py.types import UnitStatus
+from tests.integration.ipfs_daemon import JsIpfsDaemon
+from tests.integration.market_kit import (
+    TEST_PARAMS,
+    assert_conservation,
+    pool_actions,
+    protocol,
+    slashes,
+    start_market,
+    submit,
+    wait_job,
+    wait_log,
+)
+from tests.integration.outage_proxy import OutageProxy
+
+E18 = 10**18
+COLLATERAL = 100 * E18
+
+
+@pytest.fixture(scope="module")
+def market(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalNetwork]:
+    net = start_market(tmp_path_factory.mktemp("market"))
+    try:
+        yield net
+    finally:
+        net.stop()
+
+
+def _assigned(net: LocalNetwork, job: int, count: int) -> list[str]:
+    """Names of the solvers once `count` of the job's units are assigned at the same time."""
+    view = ChainView(protocol(net))
+
+    def assigned() -> list[str] | None:
+        units = [u for u in view.units(job) if u.status is UnitStatus.ASSIGNED]
+        return [u.solver for u in units] if len(units) >= count else None
+
+    by_address = {n.account.address: name for name, n in net.nodes.items()}
+    return [by_address[a] for a in wait_until(assigned, 60, f"{count} units assigned")]
+
+
+def _wait_retry(net: LocalNetwork, marks: dict[str, int], error: str) -> None:
+    """Until some daemon logs a retried cycle whose error mentions `error`."""
+    def retried() -> bool:
+        return any(r.get("event") == "cycle.retry" and error in str((r.get("fields") or {}).get("error"))
+                   for name in net.nodes for r in net.log_lines(name)[marks[name]:])
+
+    wait_until(retried, 60, f"a daemon to back off on {error}")
+
+
+def test_daemons_killed_mid_job_finish_it_without_repeating_anything(market: LocalNetwork) -> None:
+    net = market
+    start = int(net.w3.eth.block_number)
+    rng = random.Random()
+    marks = {name: len(net.log_lines(name)) for name in net.nodes}
+    job = submit(net, rounds=1, shards=2, steps=400, seed=11)
+    solver = _assigned(net, job, 2)[0]
+    step = rng.choice(range(40, 320, 40))  # progress is logged every 40 steps
+    print(f"killing {solver} at step {step}")
+    wait_log(net, solver, "unit.progress", after=marks[solver], step=step)
+    net.restart(solver)  # SIGKILL, then start again
+    wait_log(net, "validator-1", "verdict", after=marks["validator-1"])
+    net.restart("validator-1")
+    wait_log(net, "challenger", "audit", after=marks["challenger"])
+    net.restart("challenger")
+    wait_job(net, job)
+
+    resumed = wait_log(net, solver, "unit.resumed", after=marks[solver])
+    # From its last local checkpoint (training went on between the log line and the kill), not from scratch.
+    assert step <= resumed["fields"]["step"] < 400 and resumed["fields"]["step"] % 20 == 0
+    repeated = {k: n for k, n in pool_actions(net, start).items() if n > 1}
+    assert not repeated, f"actions sent twice: {repeated}"
+    finalized = protocol(net)["TaskPool"].events.UnitFinalized().get_logs(from_block=start)
+    assert len(finalized) == 3 and len({e["args"]["unitId"] for e in finalized}) == 3  # each unit paid once
+    assert slashes(net, start) == []
+    assert_conservation(net)
+
+
+def test_a_vanished_solver_loses_its_unit_and_reputation_not_its_stake(market: LocalNetwork) -> None:
+    net = market
+    start = int(net.w3.eth.block_number)
+    registry = protocol(net).bind("NodeRegistry")
+    net.kill("solver-1")  # only solver-2 is there to claim
+    mark = len(net.log_lines("solver-2"))
+    job = submit(net, steps=400, seed=12, commit_window=20)
+    assert _assigned(net, job, 1) == ["solver-2"]
+    vanished = net.nodes["solver-2"].account.address
+    before = registry.call("reputationOf", vanished)
+    wait_log(net, "solver-2", "unit.progress", after=mark)
+    net.kill("solver-2")  # SIGKILL and stays away
+    net.restart("solver-1")
+    try:
+        wait_job(net, job)
+    finally:
+        net.restart("solver-2")
+
+    unit = ChainView(protocol(net)).units(job)[0]
+    assert unit.solver == net.nodes["solver-1"].account.address
+    timed_out = protocol(net)["TaskPool"].events.UnitTimedOut().get_logs(from_block=start)
+    assert [e["args"]["solver"] for e in timed_out] == [vanished]
+    _, missed, frauds = registry.call("reputationOf", vanished)
+    assert (missed, frauds) == (before[1] + 1, before[2]) and not registry.call("isJailed", vanished)
+    penalty = COLLATERAL * TEST_PARAMS.get("livenessPenaltyBps", 500) // 10_000
+    assert slashes(net, start) == [(vanished, penalty)]  # the bounded liveness penalty, no fraud slash
+    assert_conservation(net)
+
+
+def test_a_lazy_validator_is_caught_and_loses_stake(market: LocalNetwork) -> None:
+    net = market
+    start = int(net.w3.eth.block_number)
+    net.restart("validator-2", "--lazy")
+    lazy = net.nodes["validator-2"]
+    try:
+        job = submit(net, steps=100, seed=13)
+        wait_log(net, "validator-2", "verdict.reveal_refused", after=0, reason="TranscriptMismatch")
+        wait_job(net, job)
+    finally:
+        lazy.args = [a for a in lazy.args if a != "--lazy"]
+        net.restart("validator-2")
+    bond = 50 * E18 * 500 // 10_000
+    assert slashes(net, start) == [(lazy.account.address, bond)]
+    assert_conservation(net)
+
+
+def test_a_cheating_solver_is_slashed_and_its_unit_redone(market: LocalNetwork) -> None:
+    net = market
+    start = int(net.w3.eth.block_number)
+    net.kill("solver-1")
+    cheater = net.nodes["solver-2"]
+    net.restart("solver-2", "--cheat", "fewer_steps")
+    try:
+        job = submit(net, steps=100, seed=14)
+        view = ChainView(protocol(net))
+        unit_id = view.unit_ids(job)[0]
+        wait_until(lambda: view.unit(unit_id).status is UnitStatus.OPEN and slashes(net, start), 120,
+                   "the cheater to be slashed and the unit reopened")
+        net.restart("solver-1")
+        wait_job(net, job)
+    finally:
+        cheater.args = [a for a in cheater.args if a not in ("--cheat", "fewer_steps")]
+        net.restart("solver-2")
+    assert slashes(net, start) == [(cheater.account.address, COLLATERAL)]  # its whole collateral, nobody else
+    assert protocol(net).bind("NodeRegistry").call("isJailed", cheater.account.address)
+    assert view.unit(unit_id).solver == net.nodes["solver-1"].account.address
+    assert_conservation(net)
+
+
+def test_rpc_restart_and_store_outage_are_ridden_out(tmp_path: Path) -> None:
+    with JsIpfsDaemon() as ipfs:
+        host, port = ipfs.api_url.removeprefix("http://").split(":")
+        proxy = OutageProxy(host, int(port))
+        proxy.up()
+        net = start_market(tmp_path, store=proxy.url, nodes={
+            "solver-1": ("solver", 2), "validator-1": ("validator", 4), "validator-2": ("validator", 5)})
+        try:
+            start = int(net.w3.eth.block_number)
+            marks = {name: len(net.log_lines(name)) for name in net.nodes}
+            job = submit(net, steps=200, seed=15)
+            view = ChainView(protocol(net))
+            unit_id = view.unit_ids(job)[0]
+            wait_until(lambda: view.unit(unit_id).status is UnitStatus.COMMITTED, 90, "the commitment")
+            proxy.down()  # the IPFS node is unreachable while the validators fetch checkpoints
+            _wait_retry(net, marks, "StorageError")
+            proxy.up()
+            marks = {name: len(net.log_lines(name)) for name in net.nodes}
+            assert net.node is not None
+            net.node.stop()  # anvil goes down, saving its state
+            _wait_retry(net, marks, "")
+            net.node.process = None
+            net.node.start()  # and comes back on the same port with the same chain
+            wait_job(net, job)
+            assert slashes(net, start) == []
+            assert_conservation(net)
+        finally:
+            net.stop()
+            proxy.down()
