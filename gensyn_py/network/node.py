@@ -68,7 +68,7 @@ class NodeDaemon(Daemon):
         name = f"{self.role_name}-{config.account.address[2:8].lower()}"
         super().__init__(
             name, protocol.w3, contracts, config.state, confirmations=config.confirmations,
-            poll_interval=config.poll_interval, max_backoff=10.0, metrics=config.metrics,
+            poll_interval=config.poll_interval, max_backoff=5.0, metrics=config.metrics,
             start_block=int(protocol.deployment.get("block", 0)),
         )
         self.config = config

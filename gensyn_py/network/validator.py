@@ -95,12 +95,21 @@ class ValidatorDaemon(NodeDaemon):
         epoch = seed[2:18]
         sealed = self._sealed_verdict(unit, task, epoch)
         me = self.address
-        self.once(
-            ("vcommit", unit.unit_id, epoch),
-            lambda: self.pool.transact("commitVerdict", unit.unit_id, bytes.fromhex(sealed["hash"][2:])),
-            already_done=lambda: self.view.has_event("VerdictCommitted", int(task["block"]),
-                                                     unitId=unit.unit_id, validator=me),
-        )
+        key = ("vcommit", unit.unit_id, epoch)
+        try:
+            self.once(
+                key,
+                lambda: self.pool.transact("commitVerdict", unit.unit_id, bytes.fromhex(sealed["hash"][2:])),
+                already_done=lambda: self.view.has_event("VerdictCommitted", int(task["block"]),
+                                                         unitId=unit.unit_id, validator=me),
+            )
+        except ContractRevert as e:
+            if e.name not in ("DeadlinePassed", "BadUnitStatus"):
+                raise
+            self.state.mark_done(key, detail=f"refused: {e.name}")
+            self.log.warning("verdict.commit_refused", unit=unit.unit_id, reason=e.name)
+            self.unfollow("drawn", unit.unit_id)
+            return
         now = self.view.now()
         reveals_open = unit.committed_count == len(unit.validators) or now > unit.commit_deadline
         if reveals_open and now <= unit.reveal_deadline:
@@ -194,8 +203,16 @@ class ValidatorDaemon(NodeDaemon):
         started = time.perf_counter()
         verdict = (Verdict(True, segment, None, "voted without replaying") if self.lazy
                    else check_segment(self.content, unit, segment, self.device))
-        self.once(("vote", dispute_id), lambda: self.committee.transact("vote", dispute_id, verdict.accept),
-                  already_done=lambda: int(self.committee.call("voteOf", dispute_id, self.address)) != 0)
+        key = ("vote", dispute_id)
+        try:
+            self.once(key, lambda: self.committee.transact("vote", dispute_id, verdict.accept),
+                      already_done=lambda: int(self.committee.call("voteOf", dispute_id, self.address)) != 0)
+        except ContractRevert as e:
+            if e.name not in ("VotingClosed", "AlreadyVoted", "DisputeClosed"):
+                raise
+            self.state.mark_done(key, detail=f"refused: {e.name}")
+            self.log.warning("dispute.vote_refused", dispute=dispute_id, reason=e.name)
+            return
         self.metrics.dispute("vote_honest" if verdict.accept else "vote_fraud")
         self.log.info("dispute.voted", dispute=dispute_id, unit=unit_id, segment=segment,
                       solver_honest=verdict.accept, reason=verdict.reason,

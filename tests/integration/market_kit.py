@@ -25,9 +25,9 @@ NODES = {"solver-1": ("solver", 2), "solver-2": ("solver", 3), "validator-1": ("
 POOL_ACTIONS = ("claim", "commit", "commitVerdict", "revealVerdict", "challenge")
 
 
-def start_market(workdir: Path, store: str | None = None, nodes: dict[str, tuple[str, int]] | None = None
-                 ) -> LocalNetwork:
-    net = LocalNetwork(workdir, params=dict(TEST_PARAMS), store=store).start()
+def start_market(workdir: Path, store: str | None = None, nodes: dict[str, tuple[str, int]] | None = None,
+                 **params: int) -> LocalNetwork:
+    net = LocalNetwork(workdir, params={**TEST_PARAMS, **params}, store=store).start()
     for name, (role, key) in (nodes or NODES).items():
         net.add_node(name, role, key)
     registry = protocol(net).bind("NodeRegistry")

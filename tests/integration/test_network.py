@@ -167,7 +167,8 @@ def test_rpc_restart_and_store_outage_are_ridden_out(tmp_path: Path) -> None:
         proxy = OutageProxy(host, int(port))
         proxy.up()
         net = start_market(tmp_path, store=proxy.url, nodes={
-            "solver-1": ("solver", 2), "validator-1": ("validator", 4), "validator-2": ("validator", 5)})
+            "solver-1": ("solver", 2), "validator-1": ("validator", 4), "validator-2": ("validator", 5)},
+            verdictCommitWindow=60, revealWindow=30)  # windows longer than the outages, as on a real network
         try:
             start = int(net.w3.eth.block_number)
             marks = {name: len(net.log_lines(name)) for name in net.nodes}
