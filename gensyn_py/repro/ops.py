@@ -1,112 +1,21 @@
 """Composite repro ops, written once over a backend so torch and the NumPy reference run the same sequence.
 
-Every composite is a fixed sequence of primitives (see ``primitives``) and repro matmuls/sums; the
-sequence itself is the definition.  ``TorchBackend`` runs it with torch; ``reference.NumpyBackend``
-runs the identical sequence with NumPy float32.  Also here: torch autograd functions (linear,
-relu, cross-entropy) whose backward passes use the same composites, a tiny MLP training step, and
-SGD-momentum / AdamW updates built from primitives.
+Every composite is a fixed sequence of backend ops (see ``backend``: primitives, repro matmuls and
+sums, exact data movement); the sequence itself is the definition.  ``TORCH`` runs it with torch;
+``reference.NUMPY`` runs the identical sequence with NumPy float32; ``trace.TracingBackend`` records it.
+Also here: a tiny MLP training step, and SGD-momentum / AdamW updates built from primitives.  The layer
+ops with their backward passes (linear, conv, layer norm, attention, ...) are in ``layers``; torch
+autograd functions over them in ``autograd``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
 
-import torch
-from torch import Tensor
+from gensyn_py.repro.backend import TORCH, Arr, Backend, TorchBackend
 
-from gensyn_py.repro import primitives as P
-from gensyn_py.repro.matmul import repro_matmul, repro_sum
-
-Arr = Any  # torch.Tensor or numpy.ndarray, depending on the backend
-
-
-class Backend(Protocol):
-    def const(self, v: float, like: Arr) -> Arr: ...
-    def add(self, a: Arr, b: Arr) -> Arr: ...
-    def sub(self, a: Arr, b: Arr) -> Arr: ...
-    def mul(self, a: Arr, b: Arr) -> Arr: ...
-    def div(self, a: Arr, b: Arr) -> Arr: ...
-    def sqrt(self, a: Arr) -> Arr: ...
-    def neg(self, a: Arr) -> Arr: ...
-    def abs(self, a: Arr) -> Arr: ...
-    def maximum(self, a: Arr, b: Arr) -> Arr: ...
-    def minimum(self, a: Arr, b: Arr) -> Arr: ...
-    def clamp(self, a: Arr, lo: float, hi: float) -> Arr: ...
-    def lt(self, a: Arr, b: Arr) -> Arr: ...
-    def gt(self, a: Arr, b: Arr) -> Arr: ...
-    def eq(self, a: Arr, b: Arr) -> Arr: ...
-    def isnan(self, a: Arr) -> Arr: ...
-    def where(self, c: Arr, a: Arr, b: Arr) -> Arr: ...
-    def floor(self, a: Arr) -> Arr: ...
-    def to_int32(self, a: Arr) -> Arr: ...
-    def from_int(self, n: Arr) -> Arr: ...
-    def ldexp(self, a: Arr, n: Arr) -> Arr: ...
-    def ldexp_f(self, a: Arr, n: Arr) -> Arr: ...
-    def frexp(self, a: Arr) -> tuple[Arr, Arr]: ...
-    def matmul(self, a: Arr, b: Arr) -> Arr: ...
-    def sum(self, x: Arr, dim: int) -> Arr: ...
-    def rowmax(self, x: Arr) -> Arr: ...
-    def t(self, x: Arr) -> Arr: ...
-    def append_ones(self, x: Arr) -> Arr: ...
-    def gather(self, x: Arr, labels: Arr) -> Arr: ...
-    def onehot(self, labels: Arr, n: int, like: Arr) -> Arr: ...
-
-
-class TorchBackend:
-    """The torch implementation of the backend interface (any device)."""
-
-    def const(self, v: float, like: Tensor) -> Tensor:
-        return P.const(v, like.device)
-
-    # Plain torch kernels are the primitives themselves (the P.* versions add a dtype check only);
-    # binding them directly keeps the per-op Python overhead down.
-    add = staticmethod(torch.add)
-    sub = staticmethod(torch.sub)
-    mul = staticmethod(torch.mul)
-    div = staticmethod(torch.div)
-    sqrt = staticmethod(P.sqrt)  # not torch.sqrt: see primitives.sqrt
-    neg = staticmethod(torch.neg)
-    abs = staticmethod(torch.abs)
-    maximum = staticmethod(P.maximum)
-    minimum = staticmethod(P.minimum)
-    clamp = staticmethod(P.clamp)
-    lt = staticmethod(torch.lt)
-    gt = staticmethod(torch.gt)
-    eq = staticmethod(torch.eq)
-    isnan = staticmethod(torch.isnan)
-    where = staticmethod(torch.where)
-    floor = staticmethod(torch.floor)
-    to_int32 = staticmethod(P.to_int32)
-    from_int = staticmethod(P.from_int)
-    ldexp = staticmethod(P.ldexp)
-    ldexp_f = staticmethod(P.ldexp_f)
-    frexp = staticmethod(P.frexp)
-    matmul = staticmethod(repro_matmul)
-
-    def sum(self, x: Tensor, dim: int) -> Tensor:
-        return repro_sum(x, dim)
-
-    def rowmax(self, x: Tensor) -> Tensor:
-        """Max along dim 1, keepdim, then + 0.0: NaN if any NaN; a zero maximum is returned as +0.
-        (A set maximum is order-free except for the sign of zero, which the + 0.0 removes.)"""
-        return torch.add(torch.amax(x, dim=1, keepdim=True), P.const(0.0, x.device))
-
-    def t(self, x: Tensor) -> Tensor:
-        return x.t().contiguous()
-
-    def append_ones(self, x: Tensor) -> Tensor:
-        return torch.cat([x, torch.ones(x.shape[0], 1, dtype=x.dtype, device=x.device)], dim=1)
-
-    def gather(self, x: Tensor, labels: Tensor) -> Tensor:
-        return torch.gather(x, 1, labels.view(-1, 1).to(torch.int64))
-
-    def onehot(self, labels: Tensor, n: int, like: Tensor) -> Tensor:
-        z = torch.zeros(labels.shape[0], n, dtype=torch.float32, device=like.device)
-        return z.scatter_(1, labels.view(-1, 1).to(torch.int64), 1.0)
-
-
-TORCH: Backend = cast(Backend, TorchBackend())  # torch kernels bound directly; see above
+__all__ = ["TORCH", "Arr", "Backend", "TorchBackend"]
 
 # ---- constants (float32 values of these doubles) ----
 LOG2E = 1.4426950408889634
@@ -125,6 +34,12 @@ TANH_COEF = [  # tanh x = x + x*z*(c3 + z*(c5 + ...)), z = x*x, Taylor to x**17,
     -1.0 / 3.0,
 ]
 SQRT_HALF = 0.70710678118654752
+# erf: |x| < 1: Taylor series x * sum_n c_n x**(2n), n <= 10 (Horner, highest first); else Abramowitz &
+# Stegun 7.1.26: 1 - t*(a1 + t*(a2 + ...)) * exp(-x*x), t = 1 / (1 + P*|x|), with the sign of x.
+ERF_TAYLOR = [2.0 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(10, -1, -1)]
+ERF_AS_P = 0.3275911
+ERF_AS = [1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592]
+INV_SQRT_2PI = 0.3989422804014327
 
 
 def _horner(be: Backend, coefs: list[float], x: Arr) -> Arr:
@@ -179,6 +94,33 @@ def tanh(be: Backend, x: Arr) -> Arr:
     return be.where(be.isnan(x), x, y)
 
 
+def erf(be: Backend, x: Arr) -> Arr:
+    """erf: |x| < 1: x * P(x*x), the Taylor series to x**21; else A&S 7.1.26 (absolute error <= 1.5e-7):
+    1 - (t * poly(t)) * exp(-x*x) with t = 1 / (1 + 0.3275911 |x|) and the sign of x; NaN -> NaN."""
+    one = be.const(1.0, x)
+    a = be.abs(x)
+    w = be.mul(x, x)
+    small = be.mul(x, _horner(be, ERF_TAYLOR, w))
+    t = be.div(one, be.add(one, be.mul(a, be.const(ERF_AS_P, x))))
+    big = be.sub(one, be.mul(be.mul(t, _horner(be, ERF_AS, t)), exp(be, be.neg(w))))
+    big = be.where(be.lt(x, be.const(0.0, x)), be.neg(big), big)
+    y = be.where(be.lt(a, one), small, big)
+    return be.where(be.isnan(x), x, y)
+
+
+def gelu_parts(be: Backend, x: Arr) -> tuple[Arr, Arr]:
+    """GELU (the erf form): cdf = (1 + erf(x * float32(1/sqrt 2))) * 0.5, y = x * cdf.  Returns (y, cdf)."""
+    e = erf(be, be.mul(x, be.const(SQRT_HALF, x)))
+    cdf = be.mul(be.add(be.const(1.0, x), e), be.const(0.5, x))
+    return be.mul(x, cdf), cdf
+
+
+def gelu_grad(be: Backend, x: Arr, cdf: Arr, gy: Arr) -> Arr:
+    """gx = gy * (cdf + x * pdf) with pdf = exp((x * x) * -0.5) * float32(1/sqrt(2 pi))."""
+    pdf = be.mul(exp(be, be.mul(be.mul(x, x), be.const(-0.5, x))), be.const(INV_SQRT_2PI, x))
+    return be.mul(gy, be.add(cdf, be.mul(x, pdf)))
+
+
 def relu(be: Backend, x: Arr) -> Arr:
     """x if x > 0 else +0 (NaN -> +0)."""
     zero = be.const(0.0, x)
@@ -202,6 +144,24 @@ def log_softmax(be: Backend, x: Arr) -> Arr:
     return be.sub(d, log(be, s))
 
 
+def masked_softmax(be: Backend, x: Arr, mask: Arr) -> Arr:
+    """Softmax along the last dim over the entries where mask (broadcast) is True; the others get +0.
+    m = rowmax(where(mask, x, -inf)), e = where(mask, exp(x - m), +0), p = e / sum(e).  Every row needs
+    one True entry.  Any shape: the sum runs on the 2-D (rows, last dim) view."""
+    m = be.rowmax(be.where(mask, x, be.const(-math.inf, x)))
+    e = be.where(mask, exp(be, be.sub(x, m)), be.const(0.0, x))
+    n = x.shape[-1]
+    s = be.reshape(be.sum(be.reshape(e, (-1, n)), 1), (*x.shape[:-1], 1))
+    return be.div(e, s)
+
+
+def softmax_grad(be: Backend, p: Arr, gp: Arr) -> Arr:
+    """Backward of p = softmax(x) along the last dim: gx = p * (gp - sum(gp * p, last dim))."""
+    n = p.shape[-1]
+    dot = be.reshape(be.sum(be.reshape(be.mul(gp, p), (-1, n)), 1), (*p.shape[:-1], 1))
+    return be.mul(p, be.sub(gp, dot))
+
+
 def mean_all(be: Backend, v: Arr) -> Arr:
     """Mean of a (B, 1) column: repro sum over dim 0, then one division by float32(B)."""
     return be.div(be.sum(v, 0), be.const(float(v.shape[0]), v))
@@ -221,13 +181,35 @@ def cross_entropy_grad(be: Backend, logits: Arr, labels: Arr, g: Arr, p: Arr | N
     return be.mul(be.sub(p, oh), scale)
 
 
-def layer_norm(be: Backend, x: Arr, w: Arr, b: Arr, eps: float = 1e-5) -> Arr:
-    """Over dim 1: mu = sum/D, d = x - mu, var = sum(d*d)/D, y = d / sqrt(var + eps) * w + b."""
+def layer_norm_parts(be: Backend, x: Arr, w: Arr, b: Arr, eps: float = 1e-5) -> tuple[Arr, Arr, Arr]:
+    """Over dim 1 of a 2-D x: mu = sum/D, d = x - mu, var = sum(d*d)/D, s = sqrt(var + eps), xhat = d / s,
+    y = xhat * w + b (w, b: (1, D)).  Returns (y, xhat, s)."""
     n = be.const(float(x.shape[1]), x)
     d = be.sub(x, be.div(be.sum(x, 1), n))
     var = be.div(be.sum(be.mul(d, d), 1), n)
-    y = be.div(d, be.sqrt(be.add(var, be.const(eps, x))))
-    return be.add(be.mul(y, w), b)
+    s = be.sqrt(be.add(var, be.const(eps, x)))
+    xhat = be.div(d, s)
+    return be.add(be.mul(xhat, w), b), xhat, s
+
+
+def layer_norm(be: Backend, x: Arr, w: Arr, b: Arr, eps: float = 1e-5) -> Arr:
+    return layer_norm_parts(be, x, w, b, eps)[0]
+
+
+def layer_norm_grad(
+    be: Backend, xhat: Arr, s: Arr, w: Arr, gy: Arr, need_gx: bool = True
+) -> tuple[Arr | None, Arr, Arr]:
+    """(gx, gw, gb) of layer_norm: gw = sum(gy * xhat, 0), gb = sum(gy, 0) (both (1, D));
+    gh = gy * w, m1 = sum(gh, 1) / D, m2 = sum(gh * xhat, 1) / D, gx = ((gh - m1) - xhat * m2) / s."""
+    gw = be.sum(be.mul(gy, xhat), 0)
+    gb = be.sum(gy, 0)
+    if not need_gx:
+        return None, gw, gb
+    n = be.const(float(xhat.shape[1]), xhat)
+    gh = be.mul(gy, w)
+    m1 = be.div(be.sum(gh, 1), n)
+    m2 = be.div(be.sum(be.mul(gh, xhat), 1), n)
+    return be.div(be.sub(be.sub(gh, m1), be.mul(xhat, m2)), s), gw, gb
 
 
 def linear(be: Backend, x: Arr, w: Arr, b: Arr) -> Arr:
@@ -235,13 +217,14 @@ def linear(be: Backend, x: Arr, w: Arr, b: Arr) -> Arr:
     return be.add(be.matmul(x, be.t(w)), b)
 
 
-def linear_grads(be: Backend, x: Arr, w: Arr, gy: Arr, need_gx: bool = True) -> tuple[Arr, Arr, Arr]:
-    """(gx = gy @ w (None unless need_gx), gw = gy.T @ x, gb = sum over dim 0 of gy)."""
+def linear_grads(be: Backend, x: Arr, w: Arr, gy: Arr, need_gx: bool = True) -> tuple[Arr | None, Arr, Arr]:
+    """(gx = gy @ w (None unless need_gx), gw = gy.T @ x, gb = sum over dim 0 of gy, shape (1, out))."""
     gx = be.matmul(gy, w) if need_gx else None
     # gb is computed inside the gw matmul as an extra ones column of x: a ones column aligns to 2**23 at
     # block exponent 127, so that column is exactly sum(gy, 0) under the sum rule (same bits, one call).
     gwb = be.matmul(be.t(gy), be.append_ones(x))
-    return gx, gwb[:, :-1], gwb[:, -1:].reshape(1, -1)
+    k = x.shape[1]
+    return gx, be.narrow(gwb, 1, 0, k), be.reshape(be.narrow(gwb, 1, k, 1), (1, -1))
 
 
 def relu_grad(be: Backend, x: Arr, gy: Arr) -> Arr:
@@ -283,6 +266,18 @@ def sgd_momentum(be: Backend, p: Arr, g: Arr, buf: Arr, cfg: SgdConfig) -> tuple
     return be.sub(p, be.mul(buf, be.const(cfg.lr, p))), buf
 
 
+def sgd(be: Backend, p: Arr, g: Arr, buf: Arr | None, lr: float, momentum: float = 0.0,
+        weight_decay: float = 0.0) -> tuple[Arr, Arr | None]:
+    """torch.optim.SGD's update as primitives: g = g + p*wd (if wd); with momentum, buf = g on the first
+    step (buf None) else buf*momentum + g, and g = buf; p = p - g*lr.  Returns (p, buf)."""
+    if weight_decay:
+        g = be.add(g, be.mul(p, be.const(weight_decay, p)))
+    if momentum:
+        buf = g if buf is None else be.add(be.mul(buf, be.const(momentum, p)), g)
+        g = buf
+    return be.sub(p, be.mul(g, be.const(lr, p))), buf
+
+
 @dataclass
 class AdamWConfig:
     lr: float = 1e-3
@@ -320,43 +315,3 @@ def mlp_sgd_step(
     for k in p:
         newp[k], newb[k] = sgd_momentum(be, p[k], grads[k], bufs[k], cfg)
     return loss, newp, newb
-
-
-# ---- torch autograd functions using the same rules ----
-
-
-class ReproLinear(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, w: Tensor, b: Tensor) -> Tensor:
-        ctx.save_for_backward(x, w)
-        return linear(TORCH, x, w, b.view(1, -1))
-
-    @staticmethod
-    def backward(ctx: Any, gy: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        x, w = ctx.saved_tensors
-        gx, gw, gb = linear_grads(TORCH, x, w, gy.contiguous())
-        return gx, gw, gb.reshape(-1)
-
-
-class ReproRelu(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor) -> Tensor:
-        ctx.save_for_backward(x)
-        return relu(TORCH, x)
-
-    @staticmethod
-    def backward(ctx: Any, gy: Tensor) -> Tensor:
-        (x,) = ctx.saved_tensors
-        return relu_grad(TORCH, x, gy)
-
-
-class ReproCrossEntropy(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, logits: Tensor, labels: Tensor) -> Tensor:
-        ctx.save_for_backward(logits, labels)
-        return cross_entropy(TORCH, logits, labels).view(())
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Tensor, None]:
-        logits, labels = ctx.saved_tensors
-        return cross_entropy_grad(TORCH, logits, labels, g.to(torch.float32)), None

@@ -173,8 +173,8 @@ def ldexp_f(a: Tensor, n: Tensor) -> Tensor:
     if table is None:
         table = pow2_f64(torch.arange(-_LDEXP_CLAMP, _LDEXP_CLAMP + 1, device=a.device))
         _LDEXP_TABLES[a.device] = table
-    idx = torch.add(n.to(torch.int64), _LDEXP_CLAMP)
-    return torch.mul(_f32(a).to(torch.float64), table[idx]).to(F32)
+    idx = torch.add(n.long(), _LDEXP_CLAMP)
+    return torch.mul(_f32(a).double(), table[idx]).float()
 
 
 def to_int32(a: Tensor) -> Tensor:
@@ -186,7 +186,7 @@ def to_int32(a: Tensor) -> Tensor:
 
 def from_int(n: Tensor) -> Tensor:
     """Integer (|n| < 2**53) to float32, rounded once (RNE): via float64, which is exact there."""
-    return n.to(torch.float64).to(F32)
+    return n.double().float()
 
 
 def to_f64(a: Tensor) -> Tensor:

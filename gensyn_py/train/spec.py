@@ -92,7 +92,14 @@ class JobSpec(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> JobSpec:
         if self.mode == "repro":
-            raise ValueError("mode 'repro' is not yet supported; use 'exact'")
+            from gensyn_py.repro.opset import MAX_K
+            from gensyn_py.train.models import family, make_config
+
+            k = family(self.model.family).repro_max_k(make_config(self.model.family, self.model.sizes),
+                                                      self.batch_size)
+            if k > MAX_K:
+                raise ValueError(f"mode 'repro' supports contractions up to {MAX_K} (batch x positions, widths); "
+                                 f"this job needs {k}")
         if self.steps_per_unit % self.checkpoint_interval:
             raise ValueError(
                 f"checkpoint_interval {self.checkpoint_interval} must divide "

@@ -2,6 +2,10 @@
 
 State covers model, optimizer, RNG and data cursor, so loading any
 checkpoint and continuing gives the same bits as never having stopped.
+Mode `exact` trains with PyTorch's own kernels under deterministic settings
+(same bits on the same hardware and software); mode `repro` runs the step as
+a repro program (``train/repro_step.py``: same bits on any device, thread
+count or BLAS) with the same state layout.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from gensyn_py.train.schedule import lr_at
 if TYPE_CHECKING:
     import torch
 
+    from gensyn_py.train.repro_step import ReproTraining
     from gensyn_py.train.spec import JobSpec
 
 StepCallback = Callable[[int, int, float], None]  # (step, total, loss)
@@ -66,15 +71,23 @@ class Trainer:
         self.step = 0
         self._data: tuple[torch.Tensor, torch.Tensor] | None = None
         self.generator = torch.Generator().manual_seed(_unit_seed(spec.seed, round_, shard))
-        self.model = build_model(spec.model.family, spec.model.sizes)
+        self.model = build_model(spec.model.family, spec.model.sizes, repro=spec.mode == "repro")
         weights = global_weights if global_weights is not None else init_weights(spec)
         self.model.load_state_dict(dict(weights))
         self.model.to(self.device)
+        self.repro: ReproTraining | None = None
+        if spec.mode == "repro":
+            from gensyn_py.train.repro_step import ReproTraining
+
+            self.repro = ReproTraining(self.model, spec, self.device)
         self.optimizer = self._make_optimizer()
 
-    def _make_optimizer(self) -> torch.optim.Optimizer:
+    def _make_optimizer(self) -> torch.optim.Optimizer | None:
+        """The torch optimizer of mode `exact` (None in mode `repro`, whose update is a repro program)."""
         import torch
 
+        if self.repro is not None:
+            return None
         o = self.spec.optimizer
         params = list(self.model.parameters())
         if o.name == "sgd":
@@ -100,8 +113,12 @@ class Trainer:
 
         out = self.model(x)
         if self.task == "lm":
-            return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
-        return F.cross_entropy(out, y)
+            out = out.reshape(-1, out.shape[-1])
+        if self.repro is not None:
+            from gensyn_py.repro.autograd import cross_entropy
+
+            return cross_entropy(out, y)
+        return F.cross_entropy(out, y.reshape(-1))
 
     def learning_rate(self, step: int) -> float:
         return lr_at(self.spec, self.round * self.spec.steps_per_unit + step)
@@ -111,6 +128,11 @@ class Trainer:
         if self.step >= self.spec.steps_per_unit:
             raise TrainingError(f"unit already ran all {self.spec.steps_per_unit} steps")
         x, y = self.batch(self.step)
+        if self.repro is not None:
+            loss_value = self.repro.step(x, y, self.learning_rate(self.step))
+            self.step += 1
+            return loss_value
+        assert self.optimizer is not None
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate(self.step)
         self.optimizer.zero_grad(set_to_none=True)
@@ -155,11 +177,14 @@ class Trainer:
         state: dict[str, torch.Tensor] = {}
         for name, t in self.model.state_dict().items():
             state[f"model/{name}"] = t.detach().to("cpu", torch.float32).contiguous()
-        for name, p in self.model.named_parameters():
-            for key, value in self.optimizer.state.get(p, {}).items():
-                if isinstance(value, torch.Tensor):
-                    state[f"optim/{name}/{key}"] = value.detach().to("cpu", torch.float32).reshape(
-                        value.shape).contiguous()
+        if self.repro is not None:
+            state.update(self.repro.optim_state())
+        elif self.optimizer is not None:
+            for name, p in self.model.named_parameters():
+                for key, value in self.optimizer.state.get(p, {}).items():
+                    if isinstance(value, torch.Tensor):
+                        state[f"optim/{name}/{key}"] = value.detach().to("cpu", torch.float32).reshape(
+                            value.shape).contiguous()
         state["rng"] = self.generator.get_state().clone()
         state["cursor"] = torch.tensor([self.round, self.shard, self.step], dtype=torch.int64)
         return state
@@ -174,15 +199,17 @@ class Trainer:
         model_sd = {k[len("model/"):]: v for k, v in state.items() if k.startswith("model/")}
         self.model.load_state_dict(model_sd)
         self.optimizer = self._make_optimizer()
-        params = dict(self.model.named_parameters())
-        for key, value in state.items():
-            if not key.startswith("optim/"):
-                continue
-            pname, _, field = key[len("optim/"):].rpartition("/")
-            if pname not in params:
-                raise TrainingError(f"optimizer state for unknown parameter {pname!r}")
-            dev = "cpu" if field == "step" else self.device
-            self.optimizer.state[params[pname]][field] = value.clone().to(dev)
+        optim = {k: v for k, v in state.items() if k.startswith("optim/")}
+        if self.repro is not None:
+            self.repro.load_optim_state(optim)
+        elif self.optimizer is not None:
+            params = dict(self.model.named_parameters())
+            for key, value in optim.items():
+                pname, _, field = key[len("optim/"):].rpartition("/")
+                if pname not in params:
+                    raise TrainingError(f"optimizer state for unknown parameter {pname!r}")
+                dev = "cpu" if field == "step" else self.device
+                self.optimizer.state[params[pname]][field] = value.clone().to(dev)
         self.generator.set_state(state["rng"].to(torch.uint8).clone())
         self.step = cursor[2]
 

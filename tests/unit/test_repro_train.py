@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from gensyn_py.repro import ops as O
+from gensyn_py.repro.autograd import LayerFunction
 from gensyn_py.repro.reference import NUMPY
 
 D, H, C, B = 16, 32, 10, 8
@@ -86,8 +87,8 @@ def test_autograd_functions_match_explicit_backward() -> None:
     p0, x, y = init(2)
     p = {k: torch.from_numpy(v.copy()).requires_grad_() for k, v in p0.items()}
     tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-    h = O.ReproRelu.apply(O.ReproLinear.apply(tx, p["w1"], p["b1"].view(-1)))
-    loss = O.ReproCrossEntropy.apply(O.ReproLinear.apply(h, p["w2"], p["b2"].view(-1)), ty)
+    h = LayerFunction.apply("relu", {}, LayerFunction.apply("linear", {}, tx, p["w1"], p["b1"].view(-1)))
+    loss = LayerFunction.apply("cross_entropy", {}, LayerFunction.apply("linear", {}, h, p["w2"], p["b2"].view(-1)), ty)
     loss.backward()
     ref_loss, g = O.mlp_loss_and_grads(O.TORCH, {k: v.detach() for k, v in p.items()}, tx, ty)
     assert loss.item() == ref_loss.item()

@@ -55,7 +55,6 @@ def _with(path: str, value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "value", "fragment"),
     [
-        ("mode", "repro", "not yet supported"),
         ("mode", "fast", "mode"),
         ("checkpoint_interval", 3, "must divide"),
         ("checkpoint_interval", 0, "checkpoint_interval"),
@@ -88,6 +87,20 @@ def _with(path: str, value: Any) -> dict[str, Any]:
 def test_bad_field_gives_clear_spec_error(path: str, value: Any, fragment: str) -> None:
     with pytest.raises(SpecError, match=fragment.replace(".", r"\.")):
         parse_spec(_with(path, value))
+
+
+@pytest.mark.parametrize("family", ["mlp", "cnn", "transformer"])
+def test_repro_mode_is_accepted_and_hashed_apart_from_exact(family: str) -> None:
+    spec = tiny_spec(family, mode="repro")
+    assert spec.mode == "repro"
+    assert spec.spec_hash() != tiny_spec(family).spec_hash()
+
+
+def test_repro_mode_rejects_contractions_beyond_the_exact_rule() -> None:
+    # 2048 sequences x 16 positions = 32768 rows in the gradient matmuls, over the 2**14 the rule allows
+    with pytest.raises(SpecError, match="contractions up to 16384"):
+        tiny_spec("transformer", mode="repro", batch_size=2048)
+    tiny_spec("transformer", batch_size=2048)  # exact mode has no such limit
 
 
 def test_transformer_heads_must_divide_width() -> None:

@@ -15,9 +15,10 @@ from gensyn_py.train.trainer import Trainer
 from tests.unit.trainkit import dataset_for, digits_flat, tiny_spec
 
 
+@pytest.mark.parametrize("mode", ["exact", "repro"])
 @pytest.mark.parametrize("family", ["mlp", "cnn", "transformer"])
-def test_tiny_config_of_each_family_steps_fast(family: str) -> None:
-    t = Trainer(tiny_spec(family), dataset_for(family), 0, 0, "cpu")
+def test_tiny_config_of_each_family_steps_fast(family: str, mode: str) -> None:
+    t = Trainer(tiny_spec(family, mode=mode), dataset_for(family), 0, 0, "cpu")
     t.train_step()
     start = time.perf_counter()
     loss = t.train_step()
@@ -25,9 +26,10 @@ def test_tiny_config_of_each_family_steps_fast(family: str) -> None:
     assert np.isfinite(loss) and loss > 0
 
 
+@pytest.mark.parametrize("mode", ["exact", "repro"])
 @pytest.mark.parametrize("family", ["mlp", "cnn", "transformer"])
-def test_two_runs_give_identical_bits(family: str) -> None:
-    spec, ds = tiny_spec(family), dataset_for(family)
+def test_two_runs_give_identical_bits(family: str, mode: str) -> None:
+    spec, ds = tiny_spec(family, mode=mode), dataset_for(family)
     a, b = Trainer(spec, ds, 0, 1, "cpu"), Trainer(spec, ds, 0, 1, "cpu")
     assert a.run(4) == b.run(4)
     assert encode_state(a.state_dict()) == encode_state(b.state_dict())
@@ -49,8 +51,9 @@ def test_resume_from_checkpoint_continues_bit_identically(optimizer: dict[str, o
     assert state_hash(resumed.state_dict()) == state_hash(straight.state_dict())
 
 
-def test_state_covers_model_optimizer_rng_and_cursor() -> None:
-    t = Trainer(tiny_spec(), digits_flat(), 1, 1, "cpu")
+@pytest.mark.parametrize("mode", ["exact", "repro"])
+def test_state_covers_model_optimizer_rng_and_cursor(mode: str) -> None:
+    t = Trainer(tiny_spec(mode=mode), digits_flat(), 1, 1, "cpu")
     t.run(2)
     state = t.state_dict()
     assert any(k.startswith("model/") for k in state)
@@ -95,9 +98,10 @@ def test_more_steps_than_the_unit_is_refused() -> None:
         t.train_step()
 
 
-def test_training_reduces_loss_on_digits() -> None:
+@pytest.mark.parametrize("mode", ["exact", "repro"])
+def test_training_reduces_loss_on_digits(mode: str) -> None:
     spec = tiny_spec(steps_per_unit=60, checkpoint_interval=60, rounds=1, shards=1,
-                     schedule={"kind": "constant"})
+                     schedule={"kind": "constant"}, mode=mode)
     losses = Trainer(spec, digits_flat(), 0, 0, "cpu").run(60)
     assert np.mean(losses[-10:]) < 0.6 * np.mean(losses[:5])
 

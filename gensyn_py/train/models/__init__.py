@@ -1,13 +1,19 @@
-"""Model registry: family name -> config dataclass and builder. Nothing else is ever run."""
+"""Model registry: family name -> config dataclass, builder and repro program. Nothing else is ever run.
+
+Each family file holds the torch module (`build`) and the same network as a fixed sequence of repro
+layer ops (`repro_forward`, written against an executor: ``repro.tape.Tape`` or ``repro.autograd.AUTOGRAD``).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from gensyn_py.errors import SpecError
+from gensyn_py.train.models import cnn, mlp, transformer
 from gensyn_py.train.models.cnn import CNNConfig
 from gensyn_py.train.models.mlp import MLPConfig
 from gensyn_py.train.models.transformer import TransformerConfig
@@ -23,6 +29,8 @@ class Family:
     config_type: type[Any]
     builder: Callable[[Any], torch.nn.Module]
     task: str  # "classify" (x float, y class) or "lm" (x tokens, y next tokens)
+    repro_forward: Callable[..., Any]  # (executor, params, x, cfg) -> output
+    repro_max_k: Callable[[Any, int], int]  # (cfg, batch) -> largest contraction of a repro step
 
 
 def _build_mlp(cfg: MLPConfig) -> torch.nn.Module:
@@ -44,9 +52,10 @@ def _build_transformer(cfg: TransformerConfig) -> torch.nn.Module:
 
 
 REGISTRY: dict[str, Family] = {
-    "mlp": Family(MLPConfig, _build_mlp, "classify"),
-    "cnn": Family(CNNConfig, _build_cnn, "classify"),
-    "transformer": Family(TransformerConfig, _build_transformer, "lm"),
+    "mlp": Family(MLPConfig, _build_mlp, "classify", mlp.repro_forward, mlp.repro_max_k),
+    "cnn": Family(CNNConfig, _build_cnn, "classify", cnn.repro_forward, cnn.repro_max_k),
+    "transformer": Family(TransformerConfig, _build_transformer, "lm", transformer.repro_forward,
+                          transformer.repro_max_k),
 }
 
 
@@ -75,6 +84,17 @@ def make_config(name: str, sizes: Mapping[str, int]) -> Any:
     return cfg
 
 
-def build_model(name: str, sizes: Mapping[str, int]) -> torch.nn.Module:
-    """Construct the model (on CPU, default init; the trainer re-seeds before calling)."""
-    return family(name).builder(make_config(name, sizes))
+def build_model(name: str, sizes: Mapping[str, int], repro: bool = False) -> torch.nn.Module:
+    """Construct the model (on CPU, default init; the trainer re-seeds before calling).
+
+    With `repro`, the same module (same parameters, names and init) computes ``model(x)`` with the
+    family's repro program through torch autograd (``repro.autograd.repro_module``).
+    """
+    fam = family(name)
+    cfg = make_config(name, sizes)
+    model = fam.builder(cfg)
+    if not repro:
+        return model
+    from gensyn_py.repro.autograd import repro_module
+
+    return repro_module(model, partial(fam.repro_forward, cfg=cfg))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gensyn_py.errors import SpecError
 
@@ -37,3 +38,18 @@ def build(cfg: CNNConfig) -> torch.nn.Module:
         nn.Flatten(),
         nn.Linear(cfg.channels * half * half, cfg.num_classes),
     )
+
+
+def repro_forward(ex: Any, p: Mapping[str, Any], x: Any, cfg: CNNConfig) -> Any:
+    """The same network as `build` as repro layer ops (parameters by their `build` names)."""
+    h = ex.op("relu", ex.op("conv2d", x, p["0.weight"], p["0.bias"], pad=1))
+    h = ex.op("relu", ex.op("conv2d", h, p["2.weight"], p["2.bias"], pad=1))
+    h = ex.op("maxpool2d", h, k=2)
+    h = ex.op("reshape", h, shape=(h.shape[0], -1))
+    return ex.op("linear", h, p["6.weight"], p["6.bias"])
+
+
+def repro_max_k(cfg: CNNConfig, batch: int) -> int:
+    """The largest contraction a repro training step runs (matmul K or sum length)."""
+    half = cfg.image_size // 2
+    return max(9 * cfg.channels, batch * cfg.image_size**2, cfg.channels * half * half, cfg.num_classes, batch)

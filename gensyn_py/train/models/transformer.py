@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gensyn_py.errors import SpecError
 
@@ -68,3 +69,34 @@ def build(cfg: TransformerConfig) -> torch.nn.Module:
             return self.head(self.ln(self.blocks(x)))
 
     return TinyLM()
+
+
+def repro_forward(ex: Any, p: Mapping[str, Any], idx: Any, cfg: TransformerConfig) -> Any:
+    """The same network as `build` as repro layer ops (parameters by their `build` names).
+
+    Activations are 2-D (B*T, D); the position embedding is added to every sequence as a (1, T*D) row.
+    """
+    b, t = idx.shape
+    d = cfg.d_model
+    x = ex.op("embedding", idx, p["tok.weight"])
+    pos = ex.op("reshape", ex.op("rows", p["pos.weight"], start=0, length=t), shape=(1, t * d))
+    x = ex.op("reshape", ex.op("add", ex.op("reshape", x, shape=(b, t * d)), pos), shape=(b * t, d))
+    for i in range(cfg.n_layers):
+        q = f"blocks.{i}."
+
+        def lin(h: Any, name: str, q: str = q) -> Any:
+            return ex.op("linear", h, p[f"{q}{name}.weight"], p[f"{q}{name}.bias"])
+
+        h = ex.op("layer_norm", x, p[q + "ln1.weight"], p[q + "ln1.bias"])
+        y = ex.op("attention", lin(h, "qkv"), batch=b, heads=cfg.n_heads)
+        x = ex.op("add", x, lin(y, "proj"))
+        h = ex.op("layer_norm", x, p[q + "ln2.weight"], p[q + "ln2.bias"])
+        x = ex.op("add", x, lin(ex.op("gelu", lin(h, "fc")), "out"))
+    x = ex.op("layer_norm", x, p["ln.weight"], p["ln.bias"])
+    logits = ex.op("linear", x, p["head.weight"], p["head.bias"])
+    return ex.op("reshape", logits, shape=(b, t, cfg.vocab_size))
+
+
+def repro_max_k(cfg: TransformerConfig, batch: int) -> int:
+    """The largest contraction a repro training step runs (matmul K or sum length)."""
+    return max(4 * cfg.d_model, cfg.seq_len, cfg.vocab_size, batch * cfg.seq_len)

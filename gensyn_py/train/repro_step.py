@@ -1,0 +1,195 @@
+"""`repro` mode in the Trainer: the training step as one repro program over a backend.
+
+All parameters live in one flat float32 vector (the module's parameters are views into it) and so does
+each optimizer buffer; the whole step (forward, loss, backward on a ``Tape``, optimizer update) is
+``train_step(be, program, ...)``, a fixed sequence of backend ops.  ``TORCH`` runs it for training,
+``reference.NUMPY`` runs it without torch, and ``trace.TracingBackend`` records it (``trace_step``).  The
+state dict keeps the exact-mode layout: model/*, optim/<param>/<key>, rng, cursor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from gensyn_py.errors import TrainingError
+
+if TYPE_CHECKING:
+    import torch
+
+    from gensyn_py.repro.backend import Backend
+    from gensyn_py.repro.trace import Trace
+    from gensyn_py.train.spec import JobSpec, OptimizerSpec
+    from gensyn_py.train.trainer import Trainer
+
+FLAT_KEYS = {"sgd": ("momentum_buffer",), "adamw": ("exp_avg", "exp_avg_sq")}
+SCALAR_KEYS = {"sgd": (), "adamw": ("step", "beta1_power", "beta2_power")}
+
+
+@dataclass(frozen=True)
+class StepProgram:
+    """What defines a repro training step besides its inputs: the network, the parameter layout and the
+    optimizer."""
+
+    forward: Callable[[Any, Mapping[str, Any], Any], Any]  # (executor, params, x) -> logits
+    names: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    optimizer: OptimizerSpec
+
+    @property
+    def numels(self) -> tuple[int, ...]:
+        return tuple(math.prod(s) for s in self.shapes)
+
+
+def program_for(spec: JobSpec, model: torch.nn.Module) -> StepProgram:
+    from gensyn_py.train.models import family, make_config
+
+    fam = family(spec.model.family)
+    named = list(model.named_parameters())
+    return StepProgram(
+        partial(fam.repro_forward, cfg=make_config(spec.model.family, spec.model.sizes)),
+        tuple(n for n, _ in named),
+        tuple(tuple(p.shape) for _, p in named),
+        spec.optimizer,
+    )
+
+
+def unflatten(be: Backend, prog: StepProgram, flat: Any) -> dict[str, Any]:
+    """Per-parameter views of a flat vector (narrow + reshape)."""
+    out: dict[str, Any] = {}
+    off = 0
+    for name, shape, n in zip(prog.names, prog.shapes, prog.numels, strict=True):
+        out[name] = be.reshape(be.narrow(flat, 0, off, n), shape)
+        off += n
+    return out
+
+
+def loss_of(ex: Any, prog: StepProgram, params: Mapping[str, Any], x: Any, y: Any) -> Any:
+    """Cross-entropy of the network's output on (x, y); LM outputs (B, T, V) are taken as (B*T, V)."""
+    out = prog.forward(ex, params, x)
+    if len(out.shape) == 3:
+        out = ex.op("reshape", out, shape=(-1, out.shape[-1]))
+    return ex.op("cross_entropy", out, ex.be.reshape(y, (-1,)))
+
+
+def train_step(
+    be: Backend, prog: StepProgram, flat: Any, opt: Mapping[str, Any], x: Any, y: Any, lr: float
+) -> tuple[Any, Any, dict[str, Any]]:
+    """One step: forward, loss, backward (tape), optimizer update.  Returns (loss (1, 1), flat, opt)."""
+    from gensyn_py.repro.tape import Tape
+
+    tape = Tape(be)
+    params = {k: tape.leaf(v, requires_grad=True, name=k) for k, v in unflatten(be, prog, flat).items()}
+    loss = loss_of(tape, prog, params, x, y)
+    grads = tape.backward(loss)
+    g = be.cat([be.reshape(grads[k], (-1,)) for k in prog.names], 0)
+    flat, new_opt = update(be, prog.optimizer, flat, g, opt, lr)
+    return loss.value, flat, new_opt
+
+
+def update(be: Backend, o: OptimizerSpec, p: Any, g: Any, opt: Mapping[str, Any], lr: float
+           ) -> tuple[Any, dict[str, Any]]:
+    """The optimizer update on the flat vectors (see ``repro.ops.sgd`` and ``repro.ops.adamw``).
+
+    AdamW keeps step, beta1**step and beta2**step as float32 running values (step + 1, products by beta)."""
+    from gensyn_py.repro import ops as O
+
+    if o.name == "sgd":
+        p, buf = O.sgd(be, p, g, opt.get("momentum_buffer"), lr, o.momentum, o.weight_decay)
+        return p, ({} if buf is None else {"momentum_buffer": buf})
+    one = be.const(1.0, p)
+    step = be.add(opt.get("step", be.const(0.0, p)), one)
+    b1t = be.mul(opt.get("beta1_power", one), be.const(o.beta1, p))
+    b2t = be.mul(opt.get("beta2_power", one), be.const(o.beta2, p))
+    zero = None if "exp_avg" in opt else be.zeros(tuple(p.shape), p)
+    cfg = O.AdamWConfig(lr=lr, beta1=o.beta1, beta2=o.beta2, eps=o.eps, weight_decay=o.weight_decay)
+    p, m, v = O.adamw(be, p, g, opt.get("exp_avg", zero), opt.get("exp_avg_sq", zero), b1t, b2t, cfg)
+    return p, {"exp_avg": m, "exp_avg_sq": v, "step": step, "beta1_power": b1t, "beta2_power": b2t}
+
+
+class ReproTraining:
+    """The Trainer's repro-mode state: the flat parameter vector (the module's parameters are views of
+    it) and the flat optimizer state."""
+
+    def __init__(self, model: torch.nn.Module, spec: JobSpec, device: str) -> None:
+        import torch
+
+        self.prog = program_for(spec, model)
+        self.flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).to(device, torch.float32)
+        for p, view in zip(model.parameters(), self.views(self.flat), strict=True):
+            p.data = view
+        self.opt: dict[str, torch.Tensor] = {}
+
+    def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
+        return [v.view(s) for v, s in zip(flat.split(list(self.prog.numels)), self.prog.shapes, strict=True)]
+
+    def step(self, x: torch.Tensor, y: torch.Tensor, lr: float) -> float:
+        import numpy as np
+        import torch
+
+        from gensyn_py.repro.backend import TORCH
+
+        try:
+            with torch.no_grad():
+                loss, flat, self.opt = train_step(TORCH, self.prog, self.flat, self.opt, x, y, lr)
+        except ValueError as e:  # a contraction beyond the exact rule's limit
+            raise TrainingError(f"repro step failed: {e}") from None
+        self.flat.copy_(flat)  # the module's parameters are views of self.flat
+        return float(np.float32(loss.reshape(()).item()))
+
+    def optim_state(self) -> dict[str, torch.Tensor]:
+        """optim/<param>/<key> entries, like torch's optimizers (none before the first step)."""
+        import torch
+
+        state: dict[str, torch.Tensor] = {}
+        for key, value in sorted(self.opt.items()):
+            flat = value.dim() == 1
+            parts = self.views(value) if flat else [value] * len(self.prog.names)
+            for name, part in zip(self.prog.names, parts, strict=True):
+                state[f"optim/{name}/{key}"] = part.detach().to("cpu", torch.float32).clone()
+        return state
+
+    def load_optim_state(self, entries: Mapping[str, torch.Tensor]) -> None:
+        import torch
+
+        o = self.prog.optimizer.name
+        by_key: dict[str, dict[str, torch.Tensor]] = {}
+        for key, value in entries.items():
+            pname, _, field = key[len("optim/"):].rpartition("/")
+            if pname not in self.prog.names or field not in FLAT_KEYS[o] + SCALAR_KEYS[o]:
+                raise TrainingError(f"unexpected optimizer state {key!r} in repro mode")
+            by_key.setdefault(field, {})[pname] = value
+        opt: dict[str, torch.Tensor] = {}
+        for field, parts in by_key.items():
+            if set(parts) != set(self.prog.names):
+                raise TrainingError(f"optimizer state {field!r} does not cover every parameter")
+            if field in FLAT_KEYS[o]:
+                opt[field] = torch.cat([parts[n].reshape(-1) for n in self.prog.names]).to(self.flat.device)
+            else:
+                opt[field] = parts[self.prog.names[0]].clone().reshape(()).to(self.flat.device)
+        self.opt = opt
+
+
+def trace_step(trainer: Trainer) -> Trace:
+    """Record the trainer's next step (without taking it) as a trace: inputs are the flat parameters,
+    the optimizer state, the batch and the learning rate; outputs the loss, parameters and state."""
+    from gensyn_py.repro.backend import TORCH
+    from gensyn_py.repro.trace import TracingBackend
+
+    rt = trainer.repro
+    if rt is None:
+        raise TrainingError("trace_step needs a trainer in repro mode")
+    x, y = trainer.batch(trainer.step)
+    tb = TracingBackend(TORCH)
+    flat = tb.input("params", rt.flat)
+    opt = {k: tb.input(f"optim/{k}", v) for k, v in sorted(rt.opt.items())}
+    loss, flat, new_opt = train_step(tb.backend, rt.prog, flat, opt, tb.input("x", x), tb.input("y", y),
+                                     trainer.learning_rate(trainer.step))
+    tb.output("loss", loss)
+    tb.output("params", flat)
+    for k, v in sorted(new_opt.items()):
+        tb.output(f"optim/{k}", v)
+    return tb.trace()
