@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eth_abi import encode
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
@@ -24,7 +23,7 @@ from web3 import Web3
 from gensyn_py.chain.anvil import DEV_KEYS
 from gensyn_py.chain.contracts import BoundContract, ProtocolContracts
 from gensyn_py.chain.tx import TxSender
-from gensyn_py.proof.hashing import keccak256
+from gensyn_py.network.validator import verdict_hash
 from gensyn_py.storage.base import ContentStore
 from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, ROLE_VALIDATOR, UnitStatus
 
@@ -60,23 +59,10 @@ class WalkthroughResult:
 
 
 def demo_spec_dict(dataset: dict[str, Any]) -> dict[str, Any]:
-    """A small MLP on the bundled digits: 1 round x 1 shard, 10 checkpoint segments."""
-    return {
-        "version": 1,
-        "model": {"family": "mlp", "sizes": {"hidden": 64}},
-        "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 0.0001},
-        "schedule": {"kind": "cosine", "warmup_steps": 10},
-        "batch_size": 32,
-        "steps_per_unit": 200,
-        "checkpoint_interval": 20,
-        "seed": 2026,
-        "rounds": 1,
-        "shards": 1,
-        "mode": "exact",
-        "threads": 1,
-        "hardware": {"device_class": "cpu", "min_memory_mb": 64},
-        "dataset": dataset,
-    }
+    """A small MLP on the bundled digits: 1 round x 1 shard, 200 steps, 10 checkpoint segments."""
+    from gensyn_py.network.demo import job_spec_dict
+
+    return job_spec_dict(dataset, rounds=1, shards=1, steps=200, seed=2026)
 
 
 class Walkthrough:
@@ -199,8 +185,7 @@ class Walkthrough:
                         f"{'accept' if verdict.accept else 'reject'} ({verdict.reason})")
             salt = secrets.token_bytes(32)
             transcript = verdict.transcript_hash or bytes(32)
-            h = keccak256(encode(["uint256", "address", "bool", "bytes32", "bytes32"],
-                                 [unit_id, validator.address, verdict.accept, transcript, salt]))
+            h = verdict_hash(unit_id, validator.address, verdict.accept, transcript, salt)
             self._tx(validator, "TaskPool", "commitVerdict", unit_id, h)
             reveals.append((validator, int(segment), verdict.accept, transcript, salt))
         for validator, segment, accept, transcript, salt in reveals:

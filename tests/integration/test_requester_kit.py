@@ -10,7 +10,6 @@ replay, commit-reveal verdicts, challenge window, finalize.
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eth_abi import encode
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
 
@@ -26,7 +24,9 @@ from gensyn_py.chain.client import connect
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.chain.deploy import deploy_protocol, write_deployment
 from gensyn_py.config import Settings
-from gensyn_py.proof.hashing import keccak256
+from gensyn_py.errors import GensynError
+from gensyn_py.network.localnet import wait_until
+from gensyn_py.network.validator import verdict_hash
 from gensyn_py.requester.session import Requester, open_requester
 from gensyn_py.storage.local import LocalStore
 from gensyn_py.train.data import Dataset, dataset_entry, digits
@@ -133,14 +133,10 @@ def chain_state(d: Deployed, who: LocalAccount) -> tuple[int, int, int]:
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
     """Poll `condition` until it returns something truthy; fail the test after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
+    try:
+        return wait_until(condition, timeout, what, every=0.1)
+    except GensynError as e:
+        raise AssertionError(str(e)) from None
 
 
 @dataclass(frozen=True)
@@ -208,8 +204,7 @@ def play_unit_to_final(d: Deployed, job_id: int, unit_id: int | None = None) -> 
         assert verdict.accept, verdict.reason
         salt = secrets.token_bytes(32)
         transcript = verdict.transcript_hash or bytes(32)
-        h = keccak256(encode(["uint256", "address", "bool", "bytes32", "bytes32"],
-                             [unit_id, address, True, transcript, salt]))
+        h = verdict_hash(unit_id, address, True, transcript, salt)
         tx(by_address[address], "commitVerdict", unit_id, h)
         reveals.append((by_address[address], int(segment), transcript, salt))
     for validator, segment, transcript, salt in reveals:
