@@ -265,9 +265,12 @@ class Daemon(ABC):
         self.log.info("daemon.start", next_block=self.state.next_block, poll_interval_s=self.poll_interval)
         try:
             while not self.stopping:
+                began = time.monotonic()
                 delay = self.step()
                 if delay is None:
                     break
+                if self.failures == 0:  # a poll, not a backoff: cycles start every poll_interval
+                    delay = max(0.0, delay - (time.monotonic() - began))
                 self._stop.wait(delay)
         finally:
             try:
