@@ -69,12 +69,14 @@ def test_daemons_killed_mid_job_finish_it_without_repeating_anything(market: Loc
     start = int(net.w3.eth.block_number)
     rng = random.Random()
     marks = {name: len(net.log_lines(name)) for name in net.nodes}
-    job = submit(net, rounds=1, shards=2, steps=400, seed=11)
+    steps = 2000  # seconds of training: the kill lands mid-unit
+    job = submit(net, rounds=1, shards=2, steps=steps, seed=11)
     solver = _assigned(net, job, 2)[0]
-    step = rng.choice(range(40, 320, 40))  # progress is logged every 40 steps
+    step = rng.choice(range(200, 1000, 200))  # progress is logged every 200 steps
     print(f"killing {solver} at step {step}")
     wait_log(net, solver, "unit.progress", after=marks[solver], step=step)
     net.restart(solver)  # SIGKILL, then start again
+    assert not any(r.get("event") == "unit.committed" for r in net.log_lines(solver)[marks[solver]:])
     wait_log(net, "validator-1", "verdict", after=marks["validator-1"])
     net.restart("validator-1")
     wait_log(net, "challenger", "audit", after=marks["challenger"])
@@ -83,7 +85,7 @@ def test_daemons_killed_mid_job_finish_it_without_repeating_anything(market: Loc
 
     resumed = wait_log(net, solver, "unit.resumed", after=marks[solver])
     # From its last local checkpoint (training went on between the log line and the kill), not from scratch.
-    assert step <= resumed["fields"]["step"] < 400 and resumed["fields"]["step"] % 20 == 0
+    assert 0 < resumed["fields"]["step"] < steps and resumed["fields"]["step"] % 20 == 0
     repeated = {k: n for k, n in pool_actions(net, start).items() if n > 1}
     assert not repeated, f"actions sent twice: {repeated}"
     finalized = protocol(net)["TaskPool"].events.UnitFinalized().get_logs(from_block=start)
