@@ -105,12 +105,10 @@ contract TaskPool is TaskPoolBase, Ownable, ReentrancyGuardTransient {
         if (block.timestamp <= u.deadline) revert DeadlineNotReached(unitId, u.deadline);
         Job storage j = _jobs[u.jobId];
         address s = u.solver;
-        uint256 collateral = j.p.collateralPerUnit;
-        registry.unlock(s, collateral);
-        uint256 penalty = registry.slash(s, collateral * _p_livenessPenaltyBps / 10_000, address(this));
-        _credit(j.requester, penalty);
+        // A missed deadline is a fault, not fraud: it costs reputation; the collateral comes back whole.
+        registry.unlock(s, j.p.collateralPerUnit);
         registry.recordMissed(s);
-        emit UnitTimedOut(unitId, s, penalty);
+        emit UnitTimedOut(unitId, s);
         _reopen(unitId, u, j);
     }
 

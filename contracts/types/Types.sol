@@ -35,7 +35,7 @@ enum Outcome { None, SolverHonest, SolverFraud, NoQuorum }
 /// @notice Protocol parameters of a TaskPool (fixed at deployment).
 struct PoolParams {
     uint16 validatorsPerUnit; // validators drawn per unit (default 2)
-    uint16 livenessPenaltyBps; // share of collateral/bond taken for a missed deadline
+    uint16 livenessPenaltyBps; // share of a drawn validator's bond taken when it fails to reveal
     uint16 committeeRewardBps; // share of a dispute's slashed pot paid to the winning voters
     uint64 claimWindow; // seconds for the required claim score to decay from 10000 to 0
     uint64 verdictCommitWindow; // seconds validators have to commit verdicts after the draw

@@ -14,7 +14,8 @@ from web3 import Web3
 
 from gensyn_py.chain.deploy import DEFAULT_PARAMS, POOL_FIELDS, _call, _deploy
 from gensyn_py.errors import ContractRevert
-from tests.contracts.helpers import E18, SOLVER, VALIDATOR, Protocol, protocol_errors
+from tests.contracts.flows import claim_and_commit
+from tests.contracts.helpers import E18, SOLVER, VALIDATOR, Protocol, Work, protocol_errors
 from tests.contracts.test_registry import expect
 
 REENTRANT = keccak(text="ReentrancyGuardReentrantCall()")[:4]
@@ -136,22 +137,24 @@ def test_withdraw_reentered_from_the_token_transfer_is_refused(hp: HostileProtoc
 
 
 def test_pool_reentered_during_a_slash_transfer_is_refused(hp: HostileProtocol) -> None:
-    """timeoutClaim -> registry.slash -> token.transfer(registry -> pool) -> pool.claimCredit: guard held."""
+    """closeVerdicts -> registry.slash (no-show validators) -> token.transfer(registry -> pool)
+    -> pool.claimCredit: guard held."""
     p, r, s = hp, hp.accounts[1], hp.accounts[2]
     _cancelled_job_credit(p)  # r has credit the re-entrant call could try to move
     p.submit(r)
     unit = p.pool.functions.nextUnitId().call() - 1
-    p.advance(p.params["claimWindow"])
-    p.tx(s, p.pool.functions.claim(unit))
-    p.advance(61)
+    claim_and_commit(p, unit, s, Work.honest(4))
+    drawn = len(p.unit(unit)["validators"])
+    assert drawn > 0
+    p.advance(p.params["verdictCommitWindow"] + p.params["revealWindow"] + 1)  # nobody reveals
     p.arm(p.registry.address, p.pool, p.pool.encode_abi("claimCredit", []), True)
-    expect(p, "ReentrancyGuardReentrantCall", p.accounts[9], p.pool.functions.timeoutClaim(unit))
+    expect(p, "ReentrancyGuardReentrantCall", p.accounts[9], p.pool.functions.closeVerdicts(unit))
     p.arm(p.registry.address, p.pool, p.pool.encode_abi("claimCredit", []), False)
     credit_before = p.pool.functions.totalCredit().call()
-    p.tx(p.accounts[9], p.pool.functions.timeoutClaim(unit))
+    p.tx(p.accounts[9], p.pool.functions.closeVerdicts(unit))
     assert p.last_revert_selector() == REENTRANT
-    penalty = 300 * E18 * p.params["livenessPenaltyBps"] // 10_000
-    assert p.pool.functions.totalCredit().call() == credit_before + penalty
+    penalty = p.params["validatorBond"] * p.params["livenessPenaltyBps"] // 10_000
+    assert p.pool.functions.totalCredit().call() == credit_before + drawn * penalty
     p.check_conservation()
 
 

@@ -1,0 +1,93 @@
+"""Checkpoints written behind the training: the same commitment, snapshots taken in time, failures surfaced."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+import gensyn_py.proof.unit as unit
+from gensyn_py.errors import StorageError
+from gensyn_py.proof.record import UnitRecord
+from gensyn_py.proof.unit import commit_segments
+from gensyn_py.storage.local import LocalStore
+from gensyn_py.train.trainer import Trainer
+from tests.unit.trainkit import dataset_for, digits_flat, store_at, tiny_spec
+
+if TYPE_CHECKING:
+    import torch
+
+JOB = 42
+
+
+@pytest.mark.parametrize("family", ["mlp", "transformer"])
+def test_overlapped_checkpoints_commit_the_same_as_inline_ones(tmp_path: Path, family: str) -> None:
+    spec, ds = tiny_spec(family), dataset_for(family)
+    inline = commit_segments(Trainer(spec, ds, 0, 1, "cpu"), store_at(tmp_path / "a"), JOB, overlap=False)
+    overlapped = commit_segments(Trainer(spec, ds, 0, 1, "cpu"), store_at(tmp_path / "b"), JOB)
+    assert overlapped.manifest == inline.manifest
+    assert overlapped.checkpoint_root == inline.checkpoint_root
+    assert overlapped.manifest_cid == inline.manifest_cid
+
+
+def test_checkpoint_holds_the_state_at_its_step_though_written_steps_later(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec, ds = tiny_spec(), digits_flat()
+    inline = commit_segments(Trainer(spec, ds, 0, 0, "cpu"), store_at(tmp_path / "a"), JOB, overlap=False)
+    trained_on = threading.Event()
+    real_encode = unit.encode_state
+
+    def late_encode(state: Mapping[str, torch.Tensor]) -> bytes:
+        # The writer only encodes checkpoint 0 once training has run two more steps in place.
+        assert trained_on.wait(30), "training never reached step 2"
+        return real_encode(state)
+
+    def on_step(step: int, total: int, loss: float) -> None:
+        if step == 2:
+            trained_on.set()
+
+    monkeypatch.setattr(unit, "encode_state", late_encode)
+    late = commit_segments(Trainer(spec, ds, 0, 0, "cpu"), store_at(tmp_path / "b"), JOB, on_step=on_step)
+    assert late.manifest == inline.manifest
+
+
+class _FailingStore(LocalStore):
+    """Fails the `fail_at`-th write (0-based), as a full disk or a dead IPFS node would."""
+
+    def __init__(self, root: Path, fail_at: int) -> None:
+        super().__init__(root)
+        self.fail_at = fail_at
+        self.writes = 0
+
+    def _put(self, data: bytes, cid: str) -> str:
+        self.writes += 1
+        if self.writes - 1 == self.fail_at:
+            raise StorageError("disk full")
+        return super()._put(data, cid)
+
+
+def test_writer_failure_stops_the_unit_with_the_writers_error(tmp_path: Path) -> None:
+    spec, ds = tiny_spec(), digits_flat()  # 8 steps, a checkpoint every 2
+    trainer, record = Trainer(spec, ds, 0, 0, "cpu"), UnitRecord()
+    with pytest.raises(StorageError, match="disk full"):
+        commit_segments(trainer, _FailingStore(tmp_path / "s", fail_at=1), JOB, record=record,
+                        record_path=tmp_path / "record.json")
+    assert trainer.step <= 6  # surfaced by the second checkpoint after the failed one at the latest
+    assert len(record.cids) == len(record.hashes) == 1  # nothing recorded past the gap
+    assert UnitRecord.load(tmp_path / "record.json").cids == record.cids
+
+
+def test_training_failure_still_records_every_checkpoint_taken(tmp_path: Path) -> None:
+    spec, ds = tiny_spec(), digits_flat()
+    record = UnitRecord()
+
+    def die(step: int, total: int, loss: float) -> None:
+        if step == 5:
+            raise RuntimeError("solver crashed")
+
+    with pytest.raises(RuntimeError, match="solver crashed"):
+        commit_segments(Trainer(spec, ds, 0, 0, "cpu"), store_at(tmp_path), JOB, on_step=die, record=record)
+    assert len(record.cids) == 3 and len(record.losses) == 5  # checkpoints at steps 0, 2, 4
