@@ -1,35 +1,113 @@
-"""The solver's side: train a unit, store every checkpoint, and build its commitment."""
+"""The solver's side: train a unit, store every checkpoint, and build its commitment.
+
+Checkpoints are written behind the training: at each checkpoint the state is
+snapshotted (copied) on the training thread, and one background thread encodes,
+hashes and stores the snapshots in order while the next steps run. The
+commitment is the same as writing each checkpoint inline; a failure in the
+writer stops the unit at the next checkpoint with the writer's own exception.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 from gensyn_py.errors import TrainingError
 from gensyn_py.proof.commitment import Manifest, UnitCommitment, transcript_commit, transcript_hash
-from gensyn_py.proof.state import encode_state, state_hash_of_bytes
+from gensyn_py.proof.record import UnitRecord
+from gensyn_py.proof.state import decode_state, encode_state, state_hash_of_bytes
 
 if TYPE_CHECKING:
     import torch
 
     from gensyn_py.storage.base import ContentStore
+    from gensyn_py.train.data import Dataset
+    from gensyn_py.train.spec import JobSpec
     from gensyn_py.train.trainer import StepCallback, Trainer
+
+__all__ = ["StateHook", "UnitRecord", "commit_segments", "publish", "resume_trainer"]
 
 # (checkpoint index, state) -> state actually published; the identity for honest solvers
 StateHook = Callable[[int, dict[str, "torch.Tensor"]], dict[str, "torch.Tensor"]]
 
+# Snapshots waiting for or in the writer; a new checkpoint waits for the oldest beyond this,
+# so memory stays bounded when the store is slower than training.
+MAX_PENDING_CHECKPOINTS = 2
 
-@dataclass
-class UnitRecord:
-    """What a solver keeps while training: checkpoint CIDs and hashes, per-step losses.
 
-    Persist it beside the last checkpoint to resume a crashed unit without retraining.
+class _CheckpointWriter:
+    """Encodes, hashes and stores checkpoint states in order and appends them to the record.
+
+    With `overlap`, the work runs on one background thread; otherwise inline. With
+    `record_path`, the record is saved after each stored checkpoint, holding the losses
+    up to that checkpoint's step, so the file always describes a resumable state.
     """
 
-    cids: list[str] = field(default_factory=list)
-    hashes: list[bytes] = field(default_factory=list)
-    losses: list[float] = field(default_factory=list)
+    def __init__(self, store: ContentStore, rec: UnitRecord, record_path: Path | None, overlap: bool) -> None:
+        self._store = store
+        self._rec = rec
+        self._record_path = record_path
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="gensyn-checkpoint") if overlap else None
+        self._pending: deque[Future[None]] = deque()
+        self._failed = False
+
+    def submit(self, index: int, step: int, state: Mapping[str, torch.Tensor]) -> None:
+        """Queue checkpoint `index` (at `step`); raises here if an earlier checkpoint failed."""
+        self.check()
+        while len(self._pending) >= MAX_PENDING_CHECKPOINTS:
+            self._pending.popleft().result()  # re-raises the writer's exception on this thread
+        if self._pool is None:
+            self._write(index, step, state)
+            return
+        # The snapshot: training goes on mutating parameters and optimizer moments in place.
+        snapshot = {k: v.detach().clone() for k, v in state.items()}
+        self._pending.append(self._pool.submit(self._write, index, step, snapshot))
+
+    def _write(self, index: int, step: int, state: Mapping[str, torch.Tensor]) -> None:
+        if self._failed:
+            return  # an earlier checkpoint failed: never record a later one after the gap
+        try:
+            rec = self._rec
+            if len(rec.cids) != index:
+                raise TrainingError(f"checkpoint {index} would be recorded as number {len(rec.cids)}")
+            data = encode_state(state)
+            cid = self._store.put(data)
+            rec.hashes.append(state_hash_of_bytes(data))
+            rec.cids.append(cid)
+            if self._record_path is not None:
+                UnitRecord(list(rec.cids), list(rec.hashes), rec.losses[:step]).save(self._record_path)
+        except BaseException:
+            self._failed = True
+            raise
+
+    def check(self) -> None:
+        """Raise a finished checkpoint's failure now (cheap enough to call every step)."""
+        while self._pending and self._pending[0].done():
+            self._pending.popleft().result()
+
+    def drain(self) -> None:
+        """Wait for every queued checkpoint; raise the first failure."""
+        while self._pending:
+            self._pending.popleft().result()
+
+    def __enter__(self) -> _CheckpointWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        try:
+            self.drain()  # also on error: the record then lists every checkpoint taken
+        except Exception as err:
+            if exc is None:
+                raise
+            exc.add_note(f"the checkpoint writer failed too: {err!r}")
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
 
 
 def commit_segments(
@@ -40,34 +118,45 @@ def commit_segments(
     state_hook: StateHook | None = None,
     bar: bool = False,
     record: UnitRecord | None = None,
+    *,
+    record_path: Path | str | None = None,
+    overlap: bool = True,
 ) -> UnitCommitment:
     """Run the unit from the trainer's step to S, store each checkpoint, and commit.
 
-    To resume, pass the `record` kept up to the checkpoint the trainer was loaded from.
+    To resume, pass the `record` kept up to the checkpoint the trainer was loaded from
+    (see `resume_trainer`). With `record_path`, the record is saved there after every
+    stored checkpoint. `overlap=False` writes each checkpoint before training goes on.
     """
     spec = trainer.spec
     k = spec.checkpoint_interval
     rec = record if record is not None else UnitRecord()
-    if trainer.step % k or len(rec.cids) != trainer.step // k + (1 if trainer.step else 0) \
-            or len(rec.losses) != trainer.step:
-        raise TrainingError(f"cannot commit from step {trainer.step} with a record of {len(rec.cids)} checkpoints")
+    have = len(rec.cids)  # checkpoints already recorded (resuming); the writer appends the rest
+    expected = trainer.step // k + 1
+    if trainer.step % k or len(rec.hashes) != have or len(rec.losses) != trainer.step \
+            or not (have == expected or (trainer.step == 0 and have == 0)):
+        raise TrainingError(f"cannot commit from step {trainer.step} with a record of {have} checkpoints "
+                            f"and {len(rec.losses)} losses")
 
-    def checkpoint(step: int, t: Trainer) -> None:
-        if len(rec.cids) > step // k:
-            return  # resumed: this checkpoint is already recorded
-        state = t.state_dict()
-        if state_hook is not None:
-            state = state_hook(len(rec.cids), state)
-        data = encode_state(state)
-        rec.cids.append(store.put(data))
-        rec.hashes.append(state_hash_of_bytes(data))
+    path = Path(record_path) if record_path is not None else None
+    with _CheckpointWriter(store, rec, path, overlap) as writer:
 
-    def step_done(step: int, total: int, loss: float) -> None:
-        rec.losses.append(loss)
-        if on_step is not None:
-            on_step(step, total, loss)
+        def step_done(step: int, total: int, loss: float) -> None:
+            rec.losses.append(loss)
+            writer.check()
+            if on_step is not None:
+                on_step(step, total, loss)
 
-    trainer.run(spec.steps_per_unit - trainer.step, on_step=step_done, on_checkpoint=checkpoint, bar=bar)
+        def checkpoint(step: int, t: Trainer) -> None:
+            index = step // k
+            if index < have:
+                return  # resumed: this checkpoint is already recorded
+            state = t.state_dict()
+            if state_hook is not None:
+                state = state_hook(index, state)
+            writer.submit(index, step, state)
+
+        trainer.run(spec.steps_per_unit - trainer.step, on_step=step_done, on_checkpoint=checkpoint, bar=bar)
     commits = tuple(
         transcript_commit(transcript_hash(rec.losses[j * k:(j + 1) * k], rec.hashes[j + 1]))
         for j in range(spec.num_segments)
@@ -84,6 +173,46 @@ def commit_segments(
         transcript_commits=commits,
     )
     return publish(manifest, store)
+
+
+def resume_trainer(
+    spec: JobSpec,
+    dataset: Dataset,
+    round_: int,
+    shard: int,
+    store: ContentStore,
+    record: UnitRecord,
+    device: str | None = None,
+    global_weights: Mapping[str, torch.Tensor] | None = None,
+) -> Trainer:
+    """A Trainer at the record's last checkpoint, to pass with `record` to `commit_segments`.
+
+    Fetches that checkpoint from `store` (checked against its CID and the recorded state
+    hash) and loads it. `record` is cut in place to that checkpoint: losses of later steps
+    are dropped. With no checkpoint recorded, the trainer starts at step 0.
+    """
+    from gensyn_py.train.trainer import Trainer
+
+    trainer = Trainer(spec, dataset, round_, shard, device, global_weights)
+    n = len(record.cids)
+    if len(record.hashes) != n:
+        raise TrainingError(f"record lists {n} checkpoint CIDs but {len(record.hashes)} hashes")
+    if n > spec.num_segments + 1:
+        raise TrainingError(f"record lists {n} checkpoints; the unit has {spec.num_segments + 1}")
+    step = max(n - 1, 0) * spec.checkpoint_interval
+    if len(record.losses) < step:
+        raise TrainingError(f"record holds {len(record.losses)} losses, its last checkpoint is at step {step}")
+    del record.losses[step:]
+    if n == 0:
+        return trainer
+    data = store.get(record.cids[-1])
+    if state_hash_of_bytes(data) != record.hashes[-1]:
+        raise TrainingError(f"checkpoint {record.cids[-1]} does not hash to the recorded state hash")
+    state = decode_state(data)
+    trainer.load_state_dict(state)
+    if trainer.step != step:
+        raise TrainingError(f"checkpoint {n - 1} holds step {trainer.step}, expected step {step}")
+    return trainer
 
 
 def publish(manifest: Manifest, store: ContentStore) -> UnitCommitment:
