@@ -106,9 +106,11 @@ def pool_actions(net: LocalNetwork, from_block: int) -> Counter[tuple[str, str, 
 
 
 def assert_conservation(net: LocalNetwork) -> None:
+    """Tokens held equal tokens owed, all read at one block (the daemons keep transacting meanwhile)."""
     p = protocol(net)
     token, pool, registry = p.bind("GensynToken"), p.bind("TaskPool"), p.bind("NodeRegistry")
-    pool_balance = int(token.call("balanceOf", pool.address))
-    owed = int(pool.call("totalEscrow")) + int(pool.call("totalBonds")) + int(pool.call("totalCredit"))
-    assert pool_balance == owed, f"pool holds {pool_balance}, owes {owed}"
-    assert int(token.call("balanceOf", registry.address)) == int(registry.call("totalStaked"))
+    at = int(net.w3.eth.block_number)
+    pool_balance = int(token.call("balanceOf", pool.address, block=at))
+    owed = sum(int(pool.call(name, block=at)) for name in ("totalEscrow", "totalBonds", "totalCredit"))
+    assert pool_balance == owed, f"pool holds {pool_balance}, owes {owed} at block {at}"
+    assert int(token.call("balanceOf", registry.address, block=at)) == int(registry.call("totalStaked", block=at))
