@@ -1,10 +1,15 @@
 """The solver's side: train a unit, store every checkpoint, and build its commitment.
 
-Checkpoints are written behind the training: at each checkpoint the state is
-snapshotted (copied) on the training thread, and one background thread encodes,
-hashes and stores the snapshots in order while the next steps run. The
-commitment is the same as writing each checkpoint inline; a failure in the
-writer stops the unit at the next checkpoint with the writer's own exception.
+Checkpoints are written behind the training. At each checkpoint the training
+thread takes the snapshot: the state's canonical bytes (an immutable copy, so
+training can go on mutating its tensors in place). One background thread then
+hashes the bytes (state hash, CID) and stores them, in order, while the next
+steps run; hashing and file I/O release the GIL, so on a spare core they cost
+the training almost nothing. Encoding stays on the training thread because it
+holds the GIL: run behind, it would stall the training just as long, and need
+one more copy of the state. The commitment is the same as writing each
+checkpoint inline; a failure in the writer stops the unit within a step with
+the writer's own exception.
 """
 
 from __future__ import annotations
@@ -34,15 +39,15 @@ __all__ = ["StateHook", "UnitRecord", "commit_segments", "publish", "resume_trai
 # (checkpoint index, state) -> state actually published; the identity for honest solvers
 StateHook = Callable[[int, dict[str, "torch.Tensor"]], dict[str, "torch.Tensor"]]
 
-# Snapshots waiting for or in the writer; a new checkpoint waits for the oldest beyond this,
+# Checkpoints waiting for or in the writer; a new checkpoint waits for the oldest beyond this,
 # so memory stays bounded when the store is slower than training.
 MAX_PENDING_CHECKPOINTS = 2
 
 
 class _CheckpointWriter:
-    """Encodes, hashes and stores checkpoint states in order and appends them to the record.
+    """Hashes and stores encoded checkpoints in order and appends them to the record.
 
-    With `overlap`, the work runs on one background thread; otherwise inline. With
+    With `overlap`, that work runs on one background thread; otherwise inline. With
     `record_path`, the record is saved after each stored checkpoint, holding the losses
     up to that checkpoint's step, so the file always describes a resumable state.
     """
@@ -60,21 +65,19 @@ class _CheckpointWriter:
         self.check()
         while len(self._pending) >= MAX_PENDING_CHECKPOINTS:
             self._pending.popleft().result()  # re-raises the writer's exception on this thread
+        data = encode_state(state)  # the snapshot
         if self._pool is None:
-            self._write(index, step, state)
+            self._write(index, step, data)
             return
-        # The snapshot: training goes on mutating parameters and optimizer moments in place.
-        snapshot = {k: v.detach().clone() for k, v in state.items()}
-        self._pending.append(self._pool.submit(self._write, index, step, snapshot))
+        self._pending.append(self._pool.submit(self._write, index, step, data))
 
-    def _write(self, index: int, step: int, state: Mapping[str, torch.Tensor]) -> None:
+    def _write(self, index: int, step: int, data: bytes) -> None:
         if self._failed:
             return  # an earlier checkpoint failed: never record a later one after the gap
         try:
             rec = self._rec
             if len(rec.cids) != index:
                 raise TrainingError(f"checkpoint {index} would be recorded as number {len(rec.cids)}")
-            data = encode_state(state)
             cid = self._store.put(data)
             rec.hashes.append(state_hash_of_bytes(data))
             rec.cids.append(cid)

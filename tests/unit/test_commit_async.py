@@ -33,6 +33,18 @@ def test_overlapped_checkpoints_commit_the_same_as_inline_ones(tmp_path: Path, f
     assert overlapped.manifest_cid == inline.manifest_cid
 
 
+class _LateStore(LocalStore):
+    """Writes only once `ready` is set: the checkpoint writer lags the training."""
+
+    def __init__(self, root: Path, ready: threading.Event) -> None:
+        super().__init__(root)
+        self.ready = ready
+
+    def _put(self, data: bytes, cid: str) -> str:
+        assert self.ready.wait(30), "training never went on"
+        return super()._put(data, cid)
+
+
 def test_checkpoint_holds_the_state_at_its_step_though_written_steps_later(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec, ds = tiny_spec(), digits_flat()
@@ -40,17 +52,19 @@ def test_checkpoint_holds_the_state_at_its_step_though_written_steps_later(
     trained_on = threading.Event()
     real_encode = unit.encode_state
 
-    def late_encode(state: Mapping[str, torch.Tensor]) -> bytes:
-        # The writer only encodes checkpoint 0 once training has run two more steps in place.
-        assert trained_on.wait(30), "training never reached step 2"
+    def encode(state: Mapping[str, torch.Tensor]) -> bytes:
+        # Were the encoding ever moved behind the training, it too would run late here.
+        if threading.current_thread() is not threading.main_thread():
+            assert trained_on.wait(30), "training never went on"
         return real_encode(state)
 
     def on_step(step: int, total: int, loss: float) -> None:
-        if step == 2:
+        if step == 2:  # two steps have updated the weights and moments in place since checkpoint 0
             trained_on.set()
 
-    monkeypatch.setattr(unit, "encode_state", late_encode)
-    late = commit_segments(Trainer(spec, ds, 0, 0, "cpu"), store_at(tmp_path / "b"), JOB, on_step=on_step)
+    monkeypatch.setattr(unit, "encode_state", encode)
+    store = _LateStore(tmp_path / "b", trained_on)
+    late = commit_segments(Trainer(spec, ds, 0, 0, "cpu"), store, JOB, on_step=on_step)
     assert late.manifest == inline.manifest
 
 
