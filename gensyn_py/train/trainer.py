@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from gensyn_py.train.repro_step import ReproTraining
     from gensyn_py.train.spec import JobSpec
 
+BATCH_PREFETCH = 64  # steps whose batch indices are derived together
+
 StepCallback = Callable[[int, int, float], None]  # (step, total, loss)
 CheckpointCallback = Callable[[int, "Trainer"], None]  # (step, trainer)
 
@@ -70,6 +72,7 @@ class Trainer:
         self.shard_idx = shard_indices(dataset.num_examples, spec.shards, shard, spec.seed)
         self.step = 0
         self._data: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._ahead: dict[int, torch.Tensor] = {}  # batch indices derived ahead, by step
         self.generator = torch.Generator().manual_seed(_unit_seed(spec.seed, round_, shard))
         self.model = build_model(spec.model.family, spec.model.sizes, repro=spec.mode == "repro")
         weights = global_weights if global_weights is not None else init_weights(spec)
@@ -99,13 +102,22 @@ class Trainer:
     # ---- one step -------------------------------------------------------------------------
 
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        s = self.spec
         import torch
 
-        idx = batch_indices(self.shard_idx, s.batch_size, s.seed, self.round, self.shard, step)
         if self._data is None:
             self._data = to_tensors(self.dataset, np.arange(self.dataset.num_examples), self.device)
-        sel = torch.from_numpy(idx).to(self.device)
+        sel = self._ahead.pop(step, None)
+        if sel is None:
+            # The same pure function of (seed, round, shard, step), derived for the next steps in one
+            # loop: numpy's seeding code stays hot instead of running cold after every step's matmuls.
+            s = self.spec
+            last = max(step + 1, min(step + BATCH_PREFETCH, s.steps_per_unit))
+            self._ahead = {
+                t: torch.from_numpy(batch_indices(self.shard_idx, s.batch_size, s.seed, self.round, self.shard, t))
+                .to(self.device)
+                for t in range(step, last)
+            }
+            sel = self._ahead.pop(step)
         return self._data[0].index_select(0, sel), self._data[1].index_select(0, sel)
 
     def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
