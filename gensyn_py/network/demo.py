@@ -99,6 +99,7 @@ class DemoMarket:
         self.result.before = holdings(self.protocol, self.actors)
         self.result.accuracy, self.result.honest_job = self.honest_job()
         self.result.cheat_job = self.cheating_job()
+        self.refund()
         self.result.after = holdings(self.protocol, self.actors)
         for name, address in self.actors.items():
             slashed = 0
@@ -170,6 +171,16 @@ class DemoMarket:
         return job
 
     # -- requester ---------------------------------------------------------------------------
+
+    def refund(self) -> None:
+        """The requester withdraws what its jobs did not spend (declared prices under its maximum)."""
+        from gensyn_py.requester.cancel import claim_credit
+        from gensyn_py.requester.session import Requester
+        from gensyn_py.storage.factory import open_store
+
+        requester = Requester(self.protocol, open_store(self.net.store_spec), self.net.account(REQUESTER_KEY))
+        amount = claim_credit(requester)
+        self.report(f"requester withdrew {amount / E18:,.2f} tokens of unspent budget")
 
     def submit(self, train: Any, rounds: int, shards: int, steps: int, seed: int) -> int:
         from gensyn_py.requester.pricing import Offer
