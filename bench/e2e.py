@@ -36,7 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,8 @@ class Shape:
 
 
 SHAPES = {
-    "full": Shape(steps=1500, interval=100, shards=2, burst=20, burst_steps=40),
+    # Training long enough to dominate the fixed per-round protocol cost (claim, seed block, two challenge windows).
+    "full": Shape(steps=3000, interval=100, shards=2, burst=20, burst_steps=40),
     "quick": Shape(steps=200, interval=50, shards=2, burst=6, burst_steps=40),
 }
 MODEL = {"family": "mlp", "sizes": {"hidden": 512, "depth": 2}}
@@ -332,9 +333,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a smaller overhead job and a burst of 6")
     parser.add_argument("--workdir", type=Path, default=None, help="keep chain, logs and store here")
+    parser.add_argument("--steps", type=int, default=None, help="steps per unit of the overhead job")
     args = parser.parse_args()
     mode = "quick" if args.quick else "full"
-    shape = SHAPES[mode]
+    shape = SHAPES[mode] if args.steps is None else replace(SHAPES[mode], steps=args.steps)
     if args.workdir is not None:
         result = run(shape, args.workdir, mode)
     else:
