@@ -19,13 +19,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import struct
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gensyn_py.errors import StorageError, TrainingError
+from gensyn_py.storage.atomic import atomic_write
 
 RECORD_VERSION = 1
 
@@ -77,22 +76,10 @@ class UnitRecord:
         return cls(cids, hashes, list(struct.unpack(f"<{len(packed) // 8}d", packed)))
 
     def save(self, path: Path | str) -> None:
-        """Write the record to `path` atomically (temporary file, fsync, rename)."""
+        """Write the record to `path` atomically (temporary file, fsync, rename, fsync of the folder)."""
         path = Path(path)
-        data = self.to_bytes()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            _fsync_dir(path.parent)
+            atomic_write(path, self.to_bytes(), durable_rename=True)
         except OSError as exc:
             raise StorageError(f"cannot write unit record {path}: {exc}") from exc
 
@@ -101,16 +88,3 @@ class UnitRecord:
         """Read a record written by `save`; OSError if there is none, TrainingError if it is malformed."""
         return cls.from_bytes(Path(path).read_bytes())
 
-
-def _fsync_dir(folder: Path) -> None:
-    """Make a rename in `folder` durable (a no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

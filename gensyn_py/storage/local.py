@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from gensyn_py.errors import ContentNotFound, StorageError
+from gensyn_py.storage.atomic import atomic_write
 from gensyn_py.storage.base import ContentStore
 from gensyn_py.storage.cid import is_valid_cid
 
@@ -43,17 +42,7 @@ class LocalStore(ContentStore):
         except OSError:
             pass
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            atomic_write(path, data)
         except OSError as exc:
             raise StorageError(f"cannot write {cid} under {self.root}: {exc}") from exc
         return cid

@@ -22,7 +22,7 @@ def test_put_get_has(tmp_path: Path) -> None:
     assert store.has(cid)
     assert store.get(cid) == b"hello world"
     assert store.put(b"hello world") == cid  # idempotent
-    assert not list((tmp_path / "cas").rglob(".tmp-*"))  # no temp files left behind
+    assert not list((tmp_path / "cas").rglob(".*.part"))  # no temp files left behind
 
 
 def test_missing_is_not_found_immediately(tmp_path: Path) -> None:
