@@ -144,7 +144,7 @@ def test_a_cheating_solver_is_slashed_and_its_unit_redone(market: LocalNetwork) 
     start = int(net.w3.eth.block_number)
     net.kill("solver-1")
     cheater = net.nodes["solver-2"]
-    net.restart("solver-2", "--cheat", "fewer_steps")
+    net.restart("solver-2", "--cheat", "wrong_lr")  # every segment differs: any replay rejects
     try:
         job = submit(net, steps=100, seed=14)
         view = ChainView(protocol(net))
@@ -154,7 +154,7 @@ def test_a_cheating_solver_is_slashed_and_its_unit_redone(market: LocalNetwork) 
         net.restart("solver-1")
         wait_job(net, job)
     finally:
-        cheater.args = [a for a in cheater.args if a not in ("--cheat", "fewer_steps")]
+        cheater.args = [a for a in cheater.args if a not in ("--cheat", "wrong_lr")]
         net.restart("solver-2")
     assert slashes(net, start) == [(cheater.account.address, COLLATERAL)]  # its whole collateral, nobody else
     assert protocol(net).bind("NodeRegistry").call("isJailed", cheater.account.address)
@@ -181,11 +181,9 @@ def test_rpc_restart_and_store_outage_are_ridden_out(tmp_path: Path) -> None:
             _wait_retry(net, marks, "StorageError")
             proxy.up()
             marks = {name: len(net.log_lines(name)) for name in net.nodes}
-            assert net.node is not None
-            net.node.stop()  # anvil goes down, saving its state
+            net.chain_down()  # anvil goes down, saving its state
             _wait_retry(net, marks, "")
-            net.node.process = None
-            net.node.start()  # and comes back on the same port with the same chain
+            net.chain_up()  # and comes back on the same port with the same chain
             wait_job(net, job)
             assert slashes(net, start) == []
             assert_conservation(net)
