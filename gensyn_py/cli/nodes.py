@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from gensyn_py.config import Settings
 from gensyn_py.roles.logs import configure_logging, logging_options
+
+if TYPE_CHECKING:
+    from eth_account.signers.local import LocalAccount
+
+    from gensyn_py.network.node import NodeConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,7 +41,7 @@ def node_options(fn: F) -> F:
     return logging_options(fn)
 
 
-def _account(key: str | None, keystore: Path | None, password: str | None) -> Any:
+def _account(key: str | None, keystore: Path | None, password: str | None) -> LocalAccount:
     from gensyn_py.chain.accounts import from_keystore, from_private_key
     from gensyn_py.errors import ConfigError
 
@@ -49,7 +54,7 @@ def _account(key: str | None, keystore: Path | None, password: str | None) -> An
     raise ConfigError("no account: pass --key or --keystore (or set GENSYN_KEY / GENSYN_KEYSTORE)")
 
 
-def build_config(settings: Settings, role: str, opts: dict[str, Any], price: int = 0) -> Any:
+def build_config(settings: Settings, role: str, opts: dict[str, Any], price: int = 0) -> tuple[NodeConfig, Path]:
     """Connect, load the deployment, open the store and state, measure the hardware."""
     from gensyn_py.chain.client import connect
     from gensyn_py.chain.contracts import ProtocolContracts

@@ -37,6 +37,12 @@ def holdings(protocol: ProtocolContracts, actors: dict[str, str]) -> dict[str, H
     }
 
 
+def slashes(protocol: ProtocolContracts, from_block: int) -> list[tuple[str, int]]:
+    """(node, amount) of every stake slash since `from_block`, in chain order."""
+    logs = protocol["NodeRegistry"].events.Slashed().get_logs(from_block=from_block)
+    return [(str(e["args"]["node"]), int(e["args"]["amount"])) for e in logs]
+
+
 def gas_by_sender(protocol: ProtocolContracts, actors: dict[str, str], from_block: int,
                   to_block: int | None = None) -> dict[str, tuple[int, int]]:
     """name -> (transactions, gas used) over blocks [from_block, to_block]."""

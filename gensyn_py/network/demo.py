@@ -16,11 +16,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.errors import GensynError
-from gensyn_py.network.accounting import Holding, gas_by_sender, holdings
+from gensyn_py.network.accounting import Holding, gas_by_sender, holdings, slashes
 from gensyn_py.network.localnet import E18, LocalNetwork, wait_until
 from gensyn_py.network.view import ChainView, UnitInfo
 from gensyn_py.types import ROLE_SOLVER, JobStatus, UnitStatus
@@ -73,10 +73,9 @@ class DemoResult:
 
 
 class DemoMarket:
-    def __init__(self, net: LocalNetwork, report: Report, poll: Callable[[], None] | None = None) -> None:
+    def __init__(self, net: LocalNetwork, report: Report) -> None:
         self.net = net
         self.report = report
-        self.poll = poll
         self.result = DemoResult()
         self.actors: dict[str, str] = {}
         self._seen: dict[int, UnitStatus] = {}
@@ -86,7 +85,7 @@ class DemoMarket:
         assert self.net.protocol is not None, "start the network first"
         return self.net.protocol
 
-    @property
+    @cached_property
     def view(self) -> ChainView:
         return ChainView(self.protocol)
 
@@ -101,12 +100,9 @@ class DemoMarket:
         self.result.cheat_job = self.cheating_job()
         self.refund()
         self.result.after = holdings(self.protocol, self.actors)
+        taken = slashes(self.protocol, first_block)
         for name, address in self.actors.items():
-            slashed = 0
-            for e in self.protocol["NodeRegistry"].events.Slashed().get_logs(
-                    argument_filters={"node": address}, from_block=first_block):
-                slashed += int(e["args"]["amount"])
-            self.result.slashed[name] = slashed
+            self.result.slashed[name] = sum(amount for node, amount in taken if node == address)
         self.result.gas = gas_by_sender(self.protocol, self.actors, first_block)
         self.result.seconds.update(self._time_split(time.perf_counter() - t0))
         return self.result
@@ -124,7 +120,7 @@ class DemoMarket:
         def registered() -> bool:
             return all(int(registry.call("bondedOf", self.actors[n])) > 0 for n, *_ in NODES)
 
-        wait_until(registered, 120, "the daemons to register and stake", on_wait=self._check_alive)
+        wait_until(registered, 120, "the daemons to register and stake", on_wait=self.net.check_alive)
         for name, *_ in NODES:
             hw = registry.call("hardwareOf", self.actors[name])
             self.report(f"  {name:<12} {self.actors[name]} registered, stake 1,000, "
@@ -205,7 +201,7 @@ class DemoMarket:
             self._show(job)
             return self.view.job_state(job).status is JobStatus.COMPLETED
 
-        wait_until(complete, timeout, f"job {job} to complete", every=0.5, on_wait=self._check_alive)
+        wait_until(complete, timeout, f"job {job} to complete", every=0.5, on_wait=self.net.check_alive)
 
     def download(self, job: int) -> dict[str, Any]:
         from gensyn_py.network.content import JobContent
@@ -228,8 +224,6 @@ class DemoMarket:
                 continue
             self._seen[unit.unit_id] = unit.status
             self.report(f"  unit {unit.unit_id} ({_label(unit)}): {unit.status.name.lower()}{self._who(unit, names)}")
-        if self.poll is not None:
-            self.poll()
 
     @staticmethod
     def _who(unit: UnitInfo, names: dict[str, str]) -> str:
@@ -244,12 +238,6 @@ class DemoMarket:
         logs = self.protocol["TaskPool"].events.UnitDisputed().get_logs(
             argument_filters={"unitId": unit_id}, from_block=0)
         return names.get(logs[-1]["args"]["opener"], "someone") if logs else "someone"
-
-    def _check_alive(self) -> None:
-        for name, node in self.net.nodes.items():
-            if node.crashed():
-                assert node.process is not None
-                raise GensynError(f"{name} exited with code {node.process.returncode}; see {node.log_path}")
 
     def _time_split(self, total: float) -> dict[str, float]:
         training = verification = 0.0

@@ -126,12 +126,14 @@ class LocalNetwork:
         token = self.protocol.bind("GensynToken", self.protocol.sender(self.deployer))
         token.transact("mint", address, tokens * E18)
 
-    def restart_chain(self, down_seconds: float = 0.0, wait: Callable[[float], None] | None = None) -> None:
-        """Stop anvil (it saves its state), optionally stay down, and start it again on the same port."""
+    def chain_down(self) -> None:
+        """Stop anvil; it saves its state for `chain_up()`."""
         assert self.node is not None
         self.node.stop()
-        if down_seconds and wait is not None:
-            wait(down_seconds)
+
+    def chain_up(self) -> None:
+        """Start anvil again on the same port with the saved chain."""
+        assert self.node is not None
         self.node.process = None
         self.node.start()
 
@@ -215,6 +217,14 @@ class LocalNetwork:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def check_alive(self) -> None:
+        """GensynError, with its log's tail, if a daemon exited that was not stopped on purpose."""
+        for name, node in self.nodes.items():
+            if node.crashed():
+                assert node.process is not None
+                tail = node.log_path.read_text(errors="replace")[-3000:] if node.log_path.exists() else ""
+                raise GensynError(f"{name} exited with code {node.process.returncode} (log {node.log_path}):\n{tail}")
 
     def log_lines(self, name: str) -> list[dict[str, Any]]:
         """A daemon's JSON log records so far."""

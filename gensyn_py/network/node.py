@@ -103,7 +103,7 @@ class NodeDaemon(Daemon):
             if amount > 0:
                 self.registry.transact("stake", amount)
                 self.log.info("node.staked", amount=amount / E18, bonded=(bonded + amount) / E18)
-        self.metrics.set_earnings(self.earnings())
+        self.metrics.set_earnings(int(self.state.get("earned", 0)) / E18)
         warm_up()
 
     # -- units followed ----------------------------------------------------------------------
@@ -176,12 +176,10 @@ class NodeDaemon(Daemon):
             if e.name != "NoCredit":
                 raise
             return 0
+        self.state.put("earned", int(self.state.get("earned", 0)) + owed)  # the metric survives restarts
         self.metrics.add_earnings(owed / E18)
         self.log.info("credit.claimed", amount=owed / E18)
         return owed
-
-    def earnings(self) -> float:
-        return float(self.state.get("earned", 0)) / E18
 
     def units(self, ids: Iterable[int]) -> list[UnitInfo]:
         return [self.view.unit(i) for i in ids]

@@ -22,7 +22,7 @@ from gensyn_py.errors import ContractRevert, GensynError, SpecError, TrainingErr
 from gensyn_py.network.node import NodeConfig, NodeDaemon
 from gensyn_py.network.view import UnitInfo
 from gensyn_py.proof.commitment import UnitCommitment
-from gensyn_py.roles.daemon import Handler
+from gensyn_py.roles.daemon import Handler, Triage
 from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, UnitStatus
 
 if TYPE_CHECKING:
@@ -48,7 +48,6 @@ class SolverDaemon(NodeDaemon):
         self.records_dir.mkdir(parents=True, exist_ok=True)
         self.device = device
         self.cheat = cheat
-        self.seconds_training = 0.0
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -70,6 +69,8 @@ class SolverDaemon(NodeDaemon):
     # -- the cycle's time-based work -----------------------------------------------------------
 
     def tick(self) -> None:
+        # Units we hold are trained and committed right here, so by the claim below we hold none
+        # (except one past its deadline, which is no longer ours to finish).
         for unit in self.units(i for i, _ in self.followed("mine")):
             if self.stopping:
                 return
@@ -82,12 +83,8 @@ class SolverDaemon(NodeDaemon):
             elif self.poke(unit):
                 self.unfollow("watch", unit.unit_id)
                 self.follow("open", unit.unit_id)
-        if not self._busy():
-            self._claim_next()
+        self._claim_next()
         self.claim_credit()
-
-    def _busy(self) -> bool:
-        return any(self.view.unit(i).status is UnitStatus.ASSIGNED for i, _ in self.followed("mine"))
 
     def _advance_mine(self, unit: UnitInfo) -> None:
         if unit.solver != self.address or unit.status in (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN):
@@ -95,8 +92,7 @@ class SolverDaemon(NodeDaemon):
                 self.metrics.unit_done()
                 self.log.info("unit.final", unit=unit.unit_id, job=unit.job_id)
             self.unfollow("mine", unit.unit_id)
-            return
-        if unit.status is UnitStatus.ASSIGNED:
+        elif unit.status is UnitStatus.ASSIGNED:
             self._solve(unit)
         else:
             self.poke(unit)
@@ -160,7 +156,6 @@ class SolverDaemon(NodeDaemon):
         started = time.perf_counter()
         commitment = self._work(unit, epoch)
         train_s = time.perf_counter() - started
-        self.seconds_training += train_s
 
         def committed() -> bool:
             u = self.view.unit(unit.unit_id)
@@ -218,9 +213,7 @@ class SolverDaemon(NodeDaemon):
                       steps=total, from_step=trainer.step, device=str(trainer.device))
         return commit_segments(trainer, self.store, unit.job_id, on_step=progress, record=record, record_path=path)
 
-    def triage(self, exc: BaseException):  # type: ignore[no-untyped-def]
-        from gensyn_py.roles.daemon import Triage
-
+    def triage(self, exc: BaseException) -> Triage:
         if isinstance(exc, Interrupted):
             return Triage.RETRY  # the loop ends anyway: we are stopping
         return super().triage(exc)

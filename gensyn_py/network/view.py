@@ -13,9 +13,8 @@ from typing import Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.errors import ChainError
+from gensyn_py.proof.aggregation_unit import AGGREGATION_SHARD
 from gensyn_py.types import JobStatus, UnitStatus
-
-AGGREGATION_SHARD = 2**32 - 1  # the shard number TaskPool gives a round's aggregation unit
 
 
 @dataclass(frozen=True)
@@ -90,9 +89,10 @@ class ChainView:
         self.pool = protocol.bind("TaskPool")
         self.from_block = int(protocol.deployment.get("block", 0))
 
-    def _logs(self, event: str, **filters: Any) -> list[Any]:
+    def _logs(self, event: str, from_block: int = 0, **filters: Any) -> list[Any]:
         contract = self.protocol["TaskPool"]
-        logs = contract.events[event]().get_logs(argument_filters=filters, from_block=self.from_block)
+        logs = contract.events[event]().get_logs(argument_filters=filters,
+                                                 from_block=max(from_block, self.from_block))
         return sorted(logs, key=lambda e: (e["blockNumber"], e["logIndex"]))
 
     def job(self, job_id: int) -> JobInfo:
@@ -149,13 +149,6 @@ class ChainView:
             return agg
         return training[0] if training else None
 
-    def param(self, name: str) -> int:
-        """A protocol parameter as deployed (windows in seconds, fees in wei)."""
-        params = self.protocol.deployment.get("params", {})
-        if name not in params:
-            raise ChainError(f"the deployment record has no parameter {name!r}")
-        return int(params[name])
-
     def now(self) -> int:
         """The latest block's timestamp: deadlines are in chain time."""
         return int(self.protocol.w3.eth.get_block("latest")["timestamp"])
@@ -170,7 +163,4 @@ class ChainView:
 
     def has_event(self, event: str, from_block: int = 0, **filters: Any) -> bool:
         """Whether the pool emitted `event` with these indexed args at or after `from_block`."""
-        contract = self.protocol["TaskPool"]
-        logs = contract.events[event]().get_logs(argument_filters=filters,
-                                                 from_block=max(from_block, self.from_block))
-        return bool(logs)
+        return bool(self._logs(event, from_block, **filters))

@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from gensyn_py.network import accounting
 from gensyn_py.network.demo import job_spec_dict
 from gensyn_py.network.localnet import E18, LOCAL_PARAMS, LocalNetwork, wait_until
 from gensyn_py.network.view import ChainView
@@ -33,7 +34,7 @@ def start_market(workdir: Path, store: str | None = None, nodes: dict[str, tuple
     registry = protocol(net).bind("NodeRegistry")
     names = list(net.nodes)
     wait_until(lambda: all(int(registry.call("bondedOf", net.nodes[n].account.address)) > 0 for n in names),
-               120, "daemons to register and stake", on_wait=lambda: check_alive(net))
+               120, "daemons to register and stake", on_wait=net.check_alive)
     net.fund(net.account(1).address, 100_000)
     return net
 
@@ -41,15 +42,6 @@ def start_market(workdir: Path, store: str | None = None, nodes: dict[str, tuple
 def protocol(net: LocalNetwork) -> Any:
     assert net.protocol is not None
     return net.protocol
-
-
-def check_alive(net: LocalNetwork) -> None:
-    """Fail at once, with its log, if a daemon exited that was not stopped on purpose."""
-    for name, node in net.nodes.items():
-        if node.crashed():
-            assert node.process is not None
-            tail = node.log_path.read_text(errors="replace")[-3000:]
-            raise AssertionError(f"{name} died with code {node.process.returncode}:\n{tail}")
 
 
 def submit(net: LocalNetwork, rounds: int = 1, shards: int = 1, steps: int = 100, seed: int = 1,
@@ -66,7 +58,7 @@ def submit(net: LocalNetwork, rounds: int = 1, shards: int = 1, steps: int = 100
 def wait_job(net: LocalNetwork, job: int, timeout: float = 180) -> None:
     view = ChainView(protocol(net))
     wait_until(lambda: view.job_state(job).status is JobStatus.COMPLETED, timeout, f"job {job} to complete",
-               every=0.5, on_wait=lambda: check_alive(net))
+               every=0.5, on_wait=net.check_alive)
 
 
 def wait_log(net: LocalNetwork, name: str, event: str, timeout: float = 120, after: int = 0,
@@ -79,13 +71,11 @@ def wait_log(net: LocalNetwork, name: str, event: str, timeout: float = 120, aft
                 return rec
         return None
 
-    return wait_until(found, timeout, f"{name} to log {event} {match}", on_wait=lambda: check_alive(net))
+    return wait_until(found, timeout, f"{name} to log {event} {match}", on_wait=net.check_alive)
 
 
 def slashes(net: LocalNetwork, from_block: int) -> list[tuple[str, int]]:
-    registry = protocol(net)["NodeRegistry"]
-    return [(e["args"]["node"], int(e["args"]["amount"]))
-            for e in registry.events.Slashed().get_logs(from_block=from_block)]
+    return accounting.slashes(protocol(net), from_block)
 
 
 def pool_actions(net: LocalNetwork, from_block: int) -> Counter[tuple[str, str, int]]:
@@ -94,9 +84,8 @@ def pool_actions(net: LocalNetwork, from_block: int) -> Counter[tuple[str, str, 
     pool = protocol(net)["TaskPool"]
     seen: Counter[tuple[str, str, int]] = Counter()
     for number in range(from_block, int(w3.eth.block_number) + 1):
-        for tx in w3.eth.get_block(number, full_transactions=True)["transactions"]:
-            if not isinstance(tx, dict) and not hasattr(tx, "get"):
-                continue
+        txs: list[Any] = list(w3.eth.get_block(number, full_transactions=True)["transactions"])
+        for tx in txs:
             if str(tx.get("to") or "").lower() != pool.address.lower():
                 continue
             fn, args = pool.decode_function_input(tx["input"])
