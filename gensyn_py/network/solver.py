@@ -75,14 +75,15 @@ class SolverDaemon(NodeDaemon):
             if self.stopping:
                 return
             self._advance_mine(unit)
+        # Other solvers' units are kept moving until final: a solver that vanished after committing
+        # leaves nobody else to draw its validators or finalize; a timed-out unit comes back open.
         for unit in self.units(i for i, _ in self.followed("watch")):
-            if unit.status is not UnitStatus.ASSIGNED:
+            if unit.status in (UnitStatus.OPEN, UnitStatus.FINAL, UnitStatus.CANCELLED):
                 self.unfollow("watch", unit.unit_id)
                 if unit.status is UnitStatus.OPEN:
                     self.follow("open", unit.unit_id)
-            elif self.poke(unit):
-                self.unfollow("watch", unit.unit_id)
-                self.follow("open", unit.unit_id)
+            else:
+                self.poke(unit)
         self._claim_next()
         self.claim_credit()
 

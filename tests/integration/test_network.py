@@ -99,12 +99,13 @@ def test_a_vanished_solver_loses_its_unit_and_reputation_not_its_stake(market: L
     registry = protocol(net).bind("NodeRegistry")
     net.kill("solver-1")  # only solver-2 is there to claim
     mark = len(net.log_lines("solver-2"))
-    job = submit(net, steps=400, seed=12, commit_window=20)
+    job = submit(net, steps=2000, seed=12, commit_window=20)  # seconds of training: it vanishes mid-unit
     assert _assigned(net, job, 1) == ["solver-2"]
     vanished = net.nodes["solver-2"].account.address
     before = registry.call("reputationOf", vanished)
     wait_log(net, "solver-2", "unit.progress", after=mark)
     net.kill("solver-2")  # SIGKILL and stays away
+    assert not any(r.get("event") == "unit.committed" for r in net.log_lines("solver-2")[mark:])
     net.restart("solver-1")
     try:
         wait_job(net, job)
