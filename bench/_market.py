@@ -21,7 +21,7 @@ from typing import Any
 from web3 import Web3
 
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.network.localnet import E18, LocalNetwork, wait_until
+from gensyn_py.sim.localnet import E18, LocalNetwork, wait_until
 from gensyn_py.types import JobStatus
 
 Report = Callable[[str], None]
@@ -151,7 +151,7 @@ class Market:
         return result.job_id, started
 
     def completed(self, job_ids: list[int]) -> bool:
-        from gensyn_py.network.view import ChainView
+        from gensyn_py.chain.view import ChainView
 
         view = ChainView(self.protocol)
         return all(view.job_state(j).status is JobStatus.COMPLETED for j in job_ids)

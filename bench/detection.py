@@ -32,7 +32,7 @@ def simulated_catch_rate(fraction: float, num_segments: int, validators: int, tr
     """Catch rate with real sampler draws against a random set of faked segments."""
     import numpy as np
 
-    from gensyn_py.proof.hashing import keccak256
+    from gensyn_py.crypto.hashing import keccak256
     from gensyn_py.proof.sampler import segment_for
 
     rng = np.random.Generator(np.random.PCG64(0))

@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._market import DEFINITION, BlockClock, LogRecord, Market, event_to_action
-from gensyn_py.network.localnet import LocalNetwork
+from gensyn_py.sim.localnet import LocalNetwork
 
 T0 = time.time()
 LOAD: dict[str, float] = {}  # 1-minute load average at points of the run: other work on the machine shows here
@@ -230,7 +230,7 @@ def overhead_job(market: Market, clock: BlockClock, spec: dict[str, Any], timeou
 
 def burst(market: Market, clock: BlockClock, dataset: dict[str, Any], n: int, steps: int,
           timeout: float) -> dict[str, Any]:
-    from gensyn_py.network.demo import job_spec_dict
+    from gensyn_py.sim.demo import job_spec_dict
 
     submitted: list[tuple[int, float]] = []
     for i in range(n):
@@ -254,8 +254,8 @@ def burst(market: Market, clock: BlockClock, dataset: dict[str, Any], n: int, st
 
 
 def run(shape: Shape, workdir: Path, mode: str) -> dict[str, Any]:
-    from gensyn_py.network.demo import job_spec_dict
-    from gensyn_py.network.localnet import LOCAL_PARAMS
+    from gensyn_py.sim.demo import job_spec_dict
+    from gensyn_py.sim.localnet import LOCAL_PARAMS
     from gensyn_py.train.data import dataset_entry, digits
 
     train, _ = digits(image=False)

@@ -30,8 +30,8 @@ from eth_account.signers.local import LocalAccount  # noqa: E402
 from eth_utils import keccak  # noqa: E402
 from web3 import Web3  # noqa: E402
 
-from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode  # noqa: E402
-from gensyn_py.chain.compiler import compile_contracts  # noqa: E402
+from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
+from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
 from tests.contracts.helpers import (  # noqa: E402
     Protocol,
     Work,

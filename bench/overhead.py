@@ -158,7 +158,7 @@ def checkpoint_costs(spec: JobSpec, ds: Dataset, root: Path, n: int = 10) -> dic
 
 
 def hash_gbps(nbytes: int) -> float:
-    from gensyn_py.proof.hashing import sha256
+    from gensyn_py.crypto.hashing import sha256
 
     data = bytes(nbytes)
     start = time.perf_counter()

@@ -94,7 +94,7 @@ def bench_pairwise(n: int, reps: int) -> tuple[float, float, float]:
 
 
 def demo_trainers(device: str = "cpu") -> dict[str, Trainer]:
-    from gensyn_py.roles.walkthrough import demo_spec_dict
+    from gensyn_py.sim.walkthrough import demo_spec_dict
     from gensyn_py.train.data import dataset_entry, digits
     from gensyn_py.train.spec import parse_spec
 
@@ -119,14 +119,15 @@ def bench_trainer_step(reps: int, device: str = "cpu") -> tuple[float, float, fl
 
 
 def bench_core_step(reps: int) -> tuple[float, float, float]:
-    from gensyn_py.train.repro_step import train_step
+    from gensyn_py.train.exact_step import ExactStep
+    from gensyn_py.train.repro_step import ReproStep, train_step
 
     t = demo_trainers()
-    r, e = t["repro"], t["exact"]
-    assert r.repro is not None and e.optimizer is not None
-    x, y = r.batch(0)
-    prog, lr = r.repro.prog, r.learning_rate(50)
-    state: dict[str, Any] = {"flat": r.repro.flat.clone(), "opt": {}}
+    r, e = t["repro"].engine, t["exact"].engine
+    assert isinstance(r, ReproStep) and isinstance(e, ExactStep)
+    x, y = t["repro"].batch(0)
+    prog, lr = r.prog, t["repro"].learning_rate(50)
+    state: dict[str, Any] = {"flat": r.flat.clone(), "opt": {}}
     opt = e.optimizer
 
     def repro() -> None:
@@ -142,7 +143,7 @@ def bench_core_step(reps: int) -> tuple[float, float, float]:
 
 
 def bench_trace() -> dict[str, float]:
-    from gensyn_py.train.repro_step import trace_step
+    from gensyn_py.proof.step_trace import trace_step
 
     r = demo_trainers()["repro"]
     r.run(1)
@@ -166,9 +167,13 @@ def cuda_figures() -> dict[str, Any]:
     print(f"GPU trainer step: repro {s_r * 1e3:.2f} ms, exact {s_t * 1e3:.2f} ms, x{s_r / s_t:.2f} (median x{med:.2f})")
     m_r, m_t, _ = bench_matmul(4096, 5, "cuda")
     print(f"GPU matmul 4096^3: repro {m_r * 1e3:.1f} ms, torch fp32 {m_t * 1e3:.2f} ms, x{m_r / m_t:.1f}")
+    from gensyn_py.train.repro_step import ReproStep
+
     cpu, gpu = demo_trainers("cpu")["repro"], demo_trainers("cuda")["repro"]
-    same = cpu.run(5) == gpu.run(5) and cpu.repro is not None and gpu.repro is not None and bool(
-        torch.equal(cpu.repro.flat.view(torch.int32), gpu.repro.flat.cpu().view(torch.int32)))
+    same = cpu.run(5) == gpu.run(5)
+    c, g = cpu.engine, gpu.engine
+    same = same and isinstance(c, ReproStep) and isinstance(g, ReproStep) and bool(
+        torch.equal(c.flat.view(torch.int32), g.flat.cpu().view(torch.int32)))
     print(f"5 repro steps on CUDA vs CPU: {'bit-identical' if same else 'DIFFERENT'}")
     return {"repro_slowdown_gpu": round(s_r / s_t, 3), "repro_matmul_slowdown_gpu_4096": round(m_r / m_t, 2),
             "cuda_matches_cpu": same}

@@ -11,6 +11,9 @@ ROLE_CHALLENGER = 4
 # Device classes as the registry stores them (uint8); exact replay needs the same class.
 DEVICE_CLASSES: dict[str, int] = {"cpu": 1, "cuda": 2}
 
+# The shard number of a round's aggregation unit (type(uint32).max in TaskPool).
+AGGREGATION_SHARD = 2**32 - 1
+
 
 class JobStatus(IntEnum):
     NONE = 0

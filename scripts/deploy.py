@@ -1,6 +1,6 @@
 """brownie deploy script: `brownie run scripts/deploy.py --network gensyn-anvil`.
 
-Deploys and wires the protocol exactly as `gensyn_py.chain.deploy.deploy_protocol`
+Deploys and wires the protocol exactly as `gensyn_py.devnet.deploy.deploy_protocol`
 does (same contracts, parameters and wiring order), from the key in
 GENSYN_DEPLOYER_KEY (default: anvil's first dev key), and writes
 deployments/<chainId>.json.
@@ -20,8 +20,8 @@ from brownie import (
     chain,
 )
 
-from gensyn_py.chain.anvil import DEV_KEYS
-from gensyn_py.chain.deploy import DEFAULT_PARAMS, POOL_FIELDS, write_deployment
+from gensyn_py.devnet.anvil import DEV_KEYS
+from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, write_deployment
 
 
 def main() -> dict[str, Any]:

@@ -15,7 +15,7 @@ if [ ! -f "$venv/.installed" ]; then
 fi
 cat > "$venv/bin/solc" <<WRAP
 #!/usr/bin/env bash
-SOLC_INCLUDE="$root:$root/node_modules" exec node "$root/gensyn_py/chain/solc_cli.cjs" "\$@"
+SOLC_INCLUDE="$root:$root/node_modules" exec node "$root/gensyn_py/devnet/solc_cli.cjs" "\$@"
 WRAP
 chmod +x "$venv/bin/solc"
 if ! grep -qE "^\s*id: gensyn-anvil\s*$" "$HOME/.brownie/network-config.yaml" 2>/dev/null; then

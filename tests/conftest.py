@@ -10,8 +10,8 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
 
-from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode
-from gensyn_py.chain.compiler import compile_contracts
+from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode
+from gensyn_py.devnet.compiler import compile_contracts
 
 
 @pytest.fixture(scope="session")

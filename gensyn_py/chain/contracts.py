@@ -130,7 +130,7 @@ class ProtocolContracts:
         if raw["chainId"] != chain_id:
             raise ConfigError(f"{path} says chainId {raw['chainId']} but the node is on chain {chain_id}")
         if artifacts is None:
-            from gensyn_py.chain.compiler import compile_contracts
+            from gensyn_py.devnet.compiler import compile_contracts
 
             artifacts = compile_contracts()
         return cls(w3, raw["contracts"], artifacts, chain_id, raw)

@@ -15,7 +15,7 @@ from rich.table import Table
 from gensyn_py.config import Settings
 
 if TYPE_CHECKING:
-    from gensyn_py.network.demo import DemoResult
+    from gensyn_py.sim.demo import DemoResult
 
 E18 = 10**18
 
@@ -29,9 +29,9 @@ E18 = 10**18
 @click.pass_obj
 def demo(settings: Settings, keep: Path | None, store: str | None) -> None:
     """Start anvil and 5 role daemons, settle a 2x2 training job, catch a cheater, print what happened."""
-    from gensyn_py.chain.compiler import compile_detailed
-    from gensyn_py.network.demo import DemoMarket
-    from gensyn_py.network.localnet import LocalNetwork
+    from gensyn_py.devnet.compiler import compile_detailed
+    from gensyn_py.sim.demo import DemoMarket
+    from gensyn_py.sim.localnet import LocalNetwork
 
     console = Console(width=max(100, Console().width))
     started = time.perf_counter()
@@ -59,7 +59,7 @@ def demo(settings: Settings, keep: Path | None, store: str | None) -> None:
 
 
 def _report(console: Console, result: DemoResult, wall: float, workdir: Path) -> None:
-    from gensyn_py.network.demo import ACCURACY_TARGET
+    from gensyn_py.sim.demo import ACCURACY_TARGET
 
     console.rule("what happened")
     console.print(f"job {result.honest_job} (2 rounds x 2 shards): held-out accuracy of the downloaded model "

@@ -19,7 +19,7 @@ def devnet() -> None:
 @click.pass_obj
 def up(settings: Settings, port: int) -> None:
     """Start anvil (state persisted under .devnet/), deploy, fund accounts, print addresses."""
-    from gensyn_py.chain import devnet as dn
+    from gensyn_py.devnet import devnet as dn
 
     console = Console()
     with console.status("starting anvil and deploying…"):
@@ -37,7 +37,7 @@ def up(settings: Settings, port: int) -> None:
 @click.pass_obj
 def down(settings: Settings) -> None:
     """Stop the devnet; its chain state is kept for the next `up`."""
-    from gensyn_py.chain import devnet as dn
+    from gensyn_py.devnet import devnet as dn
 
     click.echo("devnet stopped" if dn.down(settings.devnet_dir) else "no devnet was running")
 
@@ -48,8 +48,8 @@ def status(settings: Settings) -> None:
     """Show the chain, contracts, registered nodes and jobs."""
     from web3 import Web3
 
-    from gensyn_py.chain import devnet as dn
-    from gensyn_py.chain.status import protocol_summary
+    from gensyn_py.devnet import devnet as dn
+    from gensyn_py.devnet.status import protocol_summary
 
     info = dn.require_running(settings.devnet_dir)
     w3 = Web3(Web3.HTTPProvider(info.url))

@@ -263,7 +263,7 @@ def claim(settings: Settings, key: str | None, keystore: Path | None, password: 
 def estimate(settings: Settings, spec_path: Path, dataset_file: Path | None, max_price: str,
              deployment: Path | None, hardware: Path | None, token_usd: float | None, as_json: bool) -> None:
     """Price SPEC: FLOPs, time per hardware class, tokens, and the on-demand cloud equivalent. Offline."""
-    from gensyn_py.chain.deploy import DEFAULT_PARAMS
+    from gensyn_py.devnet.deploy import DEFAULT_PARAMS
     from gensyn_py.requester import estimate as est
     from gensyn_py.requester.amounts import parse_tokens
     from gensyn_py.requester.pricing import PoolParams

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from gensyn_py.config import Settings
-from gensyn_py.roles.logs import configure_logging, logging_options
+from gensyn_py.node.logs import configure_logging, logging_options
 
 if TYPE_CHECKING:
     from eth_account.signers.local import LocalAccount
 
-    from gensyn_py.network.node import NodeConfig
+    from gensyn_py.node.role import NodeConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,10 +58,10 @@ def build_config(settings: Settings, role: str, opts: dict[str, Any], price: int
     """Connect, load the deployment, open the store and state, measure the hardware."""
     from gensyn_py.chain.client import connect
     from gensyn_py.chain.contracts import ProtocolContracts
-    from gensyn_py.network.hardware import measure
-    from gensyn_py.network.node import E18, NodeConfig
-    from gensyn_py.roles.metrics import DaemonMetrics
-    from gensyn_py.roles.state import DaemonState
+    from gensyn_py.node.hardware import measure
+    from gensyn_py.node.metrics import DaemonMetrics
+    from gensyn_py.node.role import E18, NodeConfig
+    from gensyn_py.node.state import DaemonState
     from gensyn_py.storage.factory import open_store
 
     account = _account(opts["key"], opts["keystore"], opts["password"])
@@ -95,8 +95,8 @@ def solver() -> None:
 @click.pass_obj
 def solver_run(settings: Settings, price: float, cheat: str | None, **opts: Any) -> None:
     """Claim units you are fit for, train, commit, collect."""
-    from gensyn_py.network.node import E18
-    from gensyn_py.network.solver import SolverDaemon
+    from gensyn_py.node.role import E18
+    from gensyn_py.node.solver import SolverDaemon
 
     config, state_dir = build_config(settings, "solver", opts, int(price * E18))
     daemon = SolverDaemon(config, state_dir / "records", device=opts["device"], cheat=cheat)
@@ -114,7 +114,7 @@ def validator() -> None:
 @click.pass_obj
 def validator_run(settings: Settings, lazy: bool, **opts: Any) -> None:
     """Replay the segments you are drawn for, commit-reveal verdicts, serve on committees."""
-    from gensyn_py.network.validator import ValidatorDaemon
+    from gensyn_py.node.validator import ValidatorDaemon
 
     config, _ = build_config(settings, "validator", opts)
     raise SystemExit(ValidatorDaemon(config, device=opts["device"], lazy=lazy).run_forever())
@@ -133,7 +133,7 @@ def challenger() -> None:
 @click.pass_obj
 def challenger_run(settings: Settings, audit_fraction: float, max_segments: int, **opts: Any) -> None:
     """Replay segments the validators did not, and challenge any that fail."""
-    from gensyn_py.network.challenger import ChallengerDaemon
+    from gensyn_py.node.challenger import ChallengerDaemon
 
     config, _ = build_config(settings, "challenger", opts)
     daemon = ChallengerDaemon(config, device=opts["device"], audit_fraction=audit_fraction,

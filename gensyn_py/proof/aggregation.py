@@ -39,7 +39,7 @@ def aggregate_traced(
     """
     import torch
 
-    from gensyn_py.proof.hashing import sha256
+    from gensyn_py.crypto.hashing import sha256
 
     if len(unit_states) != spec.shards:
         raise VerificationError(f"aggregation needs {spec.shards} unit results, got {len(unit_states)}")
@@ -66,7 +66,7 @@ def aggregate_bytes(weights: Mapping[str, torch.Tensor]) -> bytes:
 
 
 def aggregate_hash(weights: Mapping[str, torch.Tensor]) -> bytes:
-    from gensyn_py.proof.hashing import sha256
+    from gensyn_py.crypto.hashing import sha256
 
     return sha256(aggregate_bytes(weights))
 

@@ -23,14 +23,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gensyn_py.crypto.hashing import bytes32, keccak256, sha256
+from gensyn_py.crypto.merkle import verify_proof
 from gensyn_py.errors import ContentMismatch, ContentNotFound, VerificationError
 from gensyn_py.proof.aggregation import aggregate_traced
 from gensyn_py.proof.commitment import Manifest, UnitCommitment, segment_leaf, transcript_commit
-from gensyn_py.proof.hashing import bytes32, keccak256, sha256
-from gensyn_py.proof.merkle import verify_proof
 from gensyn_py.proof.replay import Verdict
 from gensyn_py.proof.state import encode_state
 from gensyn_py.proof.unit import publish
+from gensyn_py.types import AGGREGATION_SHARD
 
 if TYPE_CHECKING:
     import torch
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from gensyn_py.train.spec import JobSpec
 
 AGGREGATE_DOMAIN = b"gensyn.aggregate.v1"
-AGGREGATION_SHARD = 2**32 - 1
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gensyn_py.crypto.hashing import bytes32, keccak256, uint256
+from gensyn_py.crypto.merkle import merkle_proof, merkle_root
 from gensyn_py.errors import VerificationError
-from gensyn_py.proof.hashing import bytes32, keccak256, uint256
-from gensyn_py.proof.merkle import merkle_proof, merkle_root
 
 TRANSCRIPT_DOMAIN = b"gensyn.transcript.v1"
 MANIFEST_VERSION = 1

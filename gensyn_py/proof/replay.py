@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gensyn_py.crypto.merkle import verify_proof
 from gensyn_py.errors import (
     ContentMismatch,
     ContentNotFound,
@@ -15,7 +16,6 @@ from gensyn_py.errors import (
     VerificationError,
 )
 from gensyn_py.proof.commitment import Manifest, segment_leaf, transcript_commit, transcript_hash
-from gensyn_py.proof.merkle import verify_proof
 from gensyn_py.proof.state import decode_state, state_hash, state_hash_of_bytes
 
 if TYPE_CHECKING:

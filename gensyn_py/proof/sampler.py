@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gensyn_py.proof.hashing import bytes32, keccak256, uint256
+from gensyn_py.crypto.hashing import bytes32, keccak256, uint256
 
 
 def segment_for(seed: bytes, validator_index: int, num_segments: int) -> int:

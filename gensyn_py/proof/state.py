@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from gensyn_py.crypto.hashing import sha256
 from gensyn_py.errors import VerificationError
-from gensyn_py.proof.hashing import sha256
 
 if TYPE_CHECKING:
     import torch

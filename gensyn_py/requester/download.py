@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gensyn_py.crypto.hashing import sha256
 from gensyn_py.errors import ConfigError, GensynError, StorageError, VerificationError
-from gensyn_py.proof.hashing import sha256
 from gensyn_py.requester.errors import DownloadRefused, JobNotReady
 from gensyn_py.types import JobStatus, UnitStatus
 

@@ -20,7 +20,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from gensyn_py.network.view import ChainView, JobInfo, JobState, UnitInfo
+from gensyn_py.chain.view import ChainView, JobInfo, JobState, UnitInfo
 from gensyn_py.requester.amounts import format_tokens
 from gensyn_py.types import JobStatus, Outcome, UnitStatus
 

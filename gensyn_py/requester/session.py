@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gensyn_py.chain.view import ChainView
 from gensyn_py.errors import ConfigError
-from gensyn_py.network.content import JobContent
-from gensyn_py.network.view import ChainView
+from gensyn_py.proof.content import JobContent
 from gensyn_py.requester.pricing import PoolParams
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 All parameters live in one flat float32 vector (the module's parameters are views into it) and so does
 each optimizer buffer; the whole step (forward, loss, backward on a ``Tape``, optimizer update) is
 ``train_step(be, program, ...)``, a fixed sequence of backend ops.  ``TORCH`` runs it for training,
-``reference.NUMPY`` runs it without torch, and ``trace.TracingBackend`` records it (``trace_step``).  The
+``reference.NUMPY`` runs it without torch, and ``proof.trace.TracingBackend`` records it (``proof/step_trace.py``).  The
 state dict keeps the exact-mode layout: model/*, optim/<param>/<key>, rng, cursor.
 """
 
@@ -21,9 +21,7 @@ if TYPE_CHECKING:
     import torch
 
     from gensyn_py.repro.backend import Backend
-    from gensyn_py.repro.trace import Trace
     from gensyn_py.train.spec import JobSpec, OptimizerSpec
-    from gensyn_py.train.trainer import Trainer
 
 FLAT_KEYS = {"sgd": ("momentum_buffer",), "adamw": ("exp_avg", "exp_avg_sq")}
 SCALAR_KEYS = {"sgd": (), "adamw": ("step", "beta1_power", "beta2_power")}
@@ -110,9 +108,9 @@ def update(be: Backend, o: OptimizerSpec, p: Any, g: Any, opt: Mapping[str, Any]
     return p, {"exp_avg": m, "exp_avg_sq": v, "step": step, "beta1_power": b1t, "beta2_power": b2t}
 
 
-class ReproTraining:
-    """The Trainer's repro-mode state: the flat parameter vector (the module's parameters are views of
-    it) and the flat optimizer state."""
+class ReproStep:
+    """The repro-mode step engine: the flat parameter vector (the module's parameters are views of it) and
+    the flat optimizer state."""
 
     def __init__(self, model: torch.nn.Module, spec: JobSpec, device: str) -> None:
         import torch
@@ -171,25 +169,3 @@ class ReproTraining:
             else:
                 opt[field] = parts[self.prog.names[0]].clone().reshape(()).to(self.flat.device)
         self.opt = opt
-
-
-def trace_step(trainer: Trainer) -> Trace:
-    """Record the trainer's next step (without taking it) as a trace: inputs are the flat parameters,
-    the optimizer state, the batch and the learning rate; outputs the loss, parameters and state."""
-    from gensyn_py.repro.backend import TORCH
-    from gensyn_py.repro.trace import TracingBackend
-
-    rt = trainer.repro
-    if rt is None:
-        raise TrainingError("trace_step needs a trainer in repro mode")
-    x, y = trainer.batch(trainer.step)
-    tb = TracingBackend(TORCH)
-    flat = tb.input("params", rt.flat)
-    opt = {k: tb.input(f"optim/{k}", v) for k, v in sorted(rt.opt.items())}
-    loss, flat, new_opt = train_step(tb.backend, rt.prog, flat, opt, tb.input("x", x), tb.input("y", y),
-                                     trainer.learning_rate(trainer.step))
-    tb.output("loss", loss)
-    tb.output("params", flat)
-    for k, v in sorted(new_opt.items()):
-        tb.output(f"optim/{k}", v)
-    return tb.trace()

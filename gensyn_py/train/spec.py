@@ -121,7 +121,7 @@ class JobSpec(_Strict):
 
     def spec_hash(self) -> bytes:
         """keccak256 of the canonical bytes: the bytes32 spec hash used on-chain."""
-        from gensyn_py.proof.hashing import keccak256
+        from gensyn_py.crypto.hashing import keccak256
 
         return keccak256(self.canonical_bytes())
 

@@ -2,10 +2,11 @@
 
 State covers model, optimizer, RNG and data cursor, so loading any
 checkpoint and continuing gives the same bits as never having stopped.
-Mode `exact` trains with PyTorch's own kernels under deterministic settings
-(same bits on the same hardware and software); mode `repro` runs the step as
-a repro program (``train/repro_step.py``: same bits on any device, thread
-count or BLAS) with the same state layout.
+The step itself is the job of a step engine (``train/engine.py``): mode
+`exact` trains with PyTorch's own kernels under deterministic settings
+(``train/exact_step.py``: same bits on the same hardware and software); mode
+`repro` runs the step as a repro program (``train/repro_step.py``: same bits
+on any device, thread count or BLAS). Both keep the same state layout.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from gensyn_py.train.schedule import lr_at
 if TYPE_CHECKING:
     import torch
 
-    from gensyn_py.train.repro_step import ReproTraining
+    from gensyn_py.train.engine import StepEngine
     from gensyn_py.train.spec import JobSpec
 
 BATCH_PREFETCH = 64  # steps whose batch indices are derived together
@@ -58,7 +59,7 @@ class Trainer:
         import torch
 
         from gensyn_py.train.determinism import configure_exact, pick_device
-        from gensyn_py.train.models import build_model, family
+        from gensyn_py.train.models import build_model
 
         if not 0 <= round_ < spec.rounds:
             raise TrainingError(f"round {round_} out of range for {spec.rounds} rounds")
@@ -68,7 +69,6 @@ class Trainer:
         self.round = round_
         self.shard = shard
         self.device = pick_device(device)
-        self.task = family(spec.model.family).task
         self.shard_idx = shard_indices(dataset.num_examples, spec.shards, shard, spec.seed)
         self.step = 0
         self._data: tuple[torch.Tensor, torch.Tensor] | None = None
@@ -78,26 +78,13 @@ class Trainer:
         weights = global_weights if global_weights is not None else init_weights(spec)
         self.model.load_state_dict(dict(weights))
         self.model.to(self.device)
-        self.repro: ReproTraining | None = None
-        if spec.mode == "repro":
-            from gensyn_py.train.repro_step import ReproTraining
+        self.engine = self.make_engine()
 
-            self.repro = ReproTraining(self.model, spec, self.device)
-        self.optimizer = self._make_optimizer()
+    def make_engine(self) -> StepEngine:
+        """The step engine of the spec's mode (a subclass may supply another, as the cheat library does)."""
+        from gensyn_py.train.engine import make_engine
 
-    def _make_optimizer(self) -> torch.optim.Optimizer | None:
-        """The torch optimizer of mode `exact` (None in mode `repro`, whose update is a repro program)."""
-        import torch
-
-        if self.repro is not None:
-            return None
-        o = self.spec.optimizer
-        params = list(self.model.parameters())
-        if o.name == "sgd":
-            return torch.optim.SGD(params, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay,
-                                   foreach=False)
-        return torch.optim.AdamW(params, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps,
-                                 weight_decay=o.weight_decay, foreach=False)
+        return make_engine(self.model, self.spec, self.device)
 
     # ---- one step -------------------------------------------------------------------------
 
@@ -120,18 +107,6 @@ class Trainer:
             sel = self._ahead.pop(step)
         return self._data[0].index_select(0, sel), self._data[1].index_select(0, sel)
 
-    def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        from torch.nn import functional as F
-
-        out = self.model(x)
-        if self.task == "lm":
-            out = out.reshape(-1, out.shape[-1])
-        if self.repro is not None:
-            from gensyn_py.repro.autograd import cross_entropy
-
-            return cross_entropy(out, y)
-        return F.cross_entropy(out, y.reshape(-1))
-
     def learning_rate(self, step: int) -> float:
         return lr_at(self.spec, self.round * self.spec.steps_per_unit + step)
 
@@ -140,19 +115,9 @@ class Trainer:
         if self.step >= self.spec.steps_per_unit:
             raise TrainingError(f"unit already ran all {self.spec.steps_per_unit} steps")
         x, y = self.batch(self.step)
-        if self.repro is not None:
-            loss_value = self.repro.step(x, y, self.learning_rate(self.step))
-            self.step += 1
-            return loss_value
-        assert self.optimizer is not None
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate(self.step)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss(x, y)
-        loss.backward()
-        self.optimizer.step()
+        loss = self.engine.step(x, y, self.learning_rate(self.step))
         self.step += 1
-        return float(np.float32(loss.detach().float().cpu().item()))
+        return loss
 
     def run(
         self,
@@ -189,14 +154,7 @@ class Trainer:
         state: dict[str, torch.Tensor] = {}
         for name, t in self.model.state_dict().items():
             state[f"model/{name}"] = t.detach().to("cpu", torch.float32).contiguous()
-        if self.repro is not None:
-            state.update(self.repro.optim_state())
-        elif self.optimizer is not None:
-            for name, p in self.model.named_parameters():
-                for key, value in self.optimizer.state.get(p, {}).items():
-                    if isinstance(value, torch.Tensor):
-                        state[f"optim/{name}/{key}"] = value.detach().to("cpu", torch.float32).reshape(
-                            value.shape).contiguous()
+        state.update(self.engine.optim_state())
         state["rng"] = self.generator.get_state().clone()
         state["cursor"] = torch.tensor([self.round, self.shard, self.step], dtype=torch.int64)
         return state
@@ -210,18 +168,7 @@ class Trainer:
             raise TrainingError(f"state belongs to round/shard {cursor[:2]}, not {[self.round, self.shard]}")
         model_sd = {k[len("model/"):]: v for k, v in state.items() if k.startswith("model/")}
         self.model.load_state_dict(model_sd)
-        self.optimizer = self._make_optimizer()
-        optim = {k: v for k, v in state.items() if k.startswith("optim/")}
-        if self.repro is not None:
-            self.repro.load_optim_state(optim)
-        elif self.optimizer is not None:
-            params = dict(self.model.named_parameters())
-            for key, value in optim.items():
-                pname, _, field = key[len("optim/"):].rpartition("/")
-                if pname not in params:
-                    raise TrainingError(f"optimizer state for unknown parameter {pname!r}")
-                dev = "cpu" if field == "step" else self.device
-                self.optimizer.state[params[pname]][field] = value.clone().to(dev)
+        self.engine.load_optim_state({k: v for k, v in state.items() if k.startswith("optim/")})
         self.generator.set_state(state["rng"].to(torch.uint8).clone())
         self.step = cursor[2]
 

@@ -12,11 +12,11 @@ from eth_utils import keccak
 from web3 import Web3
 from web3.logs import DISCARD
 
-from gensyn_py.chain.deploy import deploy_protocol
 from gensyn_py.chain.revert import ErrorDecoder
+from gensyn_py.crypto.merkle import merkle_proof, merkle_root
+from gensyn_py.devnet.deploy import deploy_protocol
 from gensyn_py.errors import ContractRevert, TransactionError
 from gensyn_py.proof.commitment import segment_leaf, transcript_commit
-from gensyn_py.proof.merkle import merkle_proof, merkle_root
 
 E18 = 10**18
 SOLVER, VALIDATOR, CHALLENGER = 1, 2, 4

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gensyn_py.chain.deploy import DEFAULT_PARAMS, POOL_FIELDS, _deploy
+from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, _deploy
 from tests.contracts.helpers import Protocol
 from tests.contracts.test_registry import expect
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gensyn_py.chain.deploy import DEFAULT_PARAMS, write_deployment
+from gensyn_py.devnet.deploy import DEFAULT_PARAMS, write_deployment
 from tests.contracts.helpers import Protocol
 
 

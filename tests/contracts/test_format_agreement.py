@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from gensyn_py.crypto.merkle import merkle_proof, merkle_root
 from gensyn_py.proof.commitment import segment_leaf, transcript_commit
-from gensyn_py.proof.merkle import merkle_proof, merkle_root
 from gensyn_py.proof.sampler import segment_for
 from tests.contracts.flows import claim_and_commit, commit_verdicts
 from tests.contracts.helpers import VERIFIED, Protocol, Work

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from gensyn_py.proof.cheats import solve
+from gensyn_py.crypto.hashing import keccak256
+from gensyn_py.crypto.merkle import merkle_proof, merkle_root
 from gensyn_py.proof.commitment import segment_leaf, transcript_commit
-from gensyn_py.proof.hashing import keccak256
-from gensyn_py.proof.merkle import merkle_proof, merkle_root
 from gensyn_py.proof.sampler import segment_for
+from gensyn_py.sim.cheats import solve
 from tests.unit.trainkit import digits_flat, store_at, tiny_spec
 
 

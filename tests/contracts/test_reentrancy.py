@@ -2,7 +2,7 @@
 contract account (requester) that would re-enter if anything ever called into it.
 
 The protocol is deployed a second time with `HostileToken` in place of `GensynToken` (same wiring as
-`gensyn_py.chain.deploy.deploy_protocol`, which always deploys its own token)."""
+`gensyn_py.devnet.deploy.deploy_protocol`, which always deploys its own token)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from eth_utils import keccak
 from web3 import Web3
 
-from gensyn_py.chain.deploy import DEFAULT_PARAMS, POOL_FIELDS, _call, _deploy
+from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, _call, _deploy
 from gensyn_py.errors import ContractRevert
 from tests.contracts.flows import claim_and_commit
 from tests.contracts.helpers import E18, SOLVER, VALIDATOR, Protocol, Work, protocol_errors

@@ -102,7 +102,7 @@ def test_token_mint_is_owner_only(proto: Protocol) -> None:
 
 def test_slash_reaches_unbonding_stake(w3, accounts, artifacts, snapshot) -> None:  # type: ignore[no-untyped-def]
     """A fresh registry with the deployer as the only protocol: slashing takes bonded first, then unbonding."""
-    from gensyn_py.chain.deploy import _deploy
+    from gensyn_py.devnet.deploy import _deploy
 
     p = Protocol(w3, accounts, artifacts)
     reg = p._c(

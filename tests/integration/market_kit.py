@@ -6,13 +6,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from gensyn_py.network import accounting
-from gensyn_py.network.demo import job_spec_dict
-from gensyn_py.network.localnet import E18, LOCAL_PARAMS, LocalNetwork, wait_until
-from gensyn_py.network.view import ChainView
+from gensyn_py.chain.view import ChainView
 from gensyn_py.requester.pricing import Offer
 from gensyn_py.requester.session import Requester
 from gensyn_py.requester.submit import submit_job
+from gensyn_py.sim import accounting
+from gensyn_py.sim.demo import job_spec_dict
+from gensyn_py.sim.localnet import E18, LOCAL_PARAMS, LocalNetwork, wait_until
 from gensyn_py.storage.factory import open_store
 from gensyn_py.train.data import dataset_entry, digits
 from gensyn_py.train.spec import parse_spec

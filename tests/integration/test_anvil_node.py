@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from gensyn_py.chain.anvil import AnvilNode, rpc_ready
+from gensyn_py.devnet.anvil import AnvilNode, rpc_ready
 
 
 def _processes_on(port: int) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from web3 import Web3
 
-from gensyn_py.chain.anvil import AnvilNode
+from gensyn_py.devnet.anvil import AnvilNode
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-brownie"

@@ -16,14 +16,14 @@ from web3 import Web3
 from web3.contract import Contract
 
 from gensyn_py.chain.accounts import create_keystore, from_private_key, load_account
-from gensyn_py.chain.anvil import free_port
 from gensyn_py.chain.client import connect, with_retry
-from gensyn_py.chain.compiler import compile_contracts
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.chain.events import EventReader, JsonFileCursor, MemoryCursor
 from gensyn_py.chain.nonce import NonceManager
 from gensyn_py.chain.revert import ErrorDecoder
 from gensyn_py.chain.tx import TxSender
+from gensyn_py.devnet.anvil import free_port
+from gensyn_py.devnet.compiler import compile_contracts
 from gensyn_py.errors import ChainError, ConfigError, ContractRevert, TransactionError
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -29,15 +29,15 @@ from eth_account import Account
 from web3 import Web3
 from web3.contract import Contract
 
-from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode
 from gensyn_py.chain.client import connect
-from gensyn_py.chain.compiler import compile_contracts
 from gensyn_py.chain.events import EventRecord
 from gensyn_py.chain.nonce import NonceManager
 from gensyn_py.chain.tx import TxSender
-from gensyn_py.roles.daemon import Daemon, Handler
-from gensyn_py.roles.logs import configure_logging
-from gensyn_py.roles.state import PENDING, DaemonState, StateError
+from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode
+from gensyn_py.devnet.compiler import compile_contracts
+from gensyn_py.node.daemon import Daemon, Handler
+from gensyn_py.node.logs import configure_logging
+from gensyn_py.node.state import PENDING, DaemonState, StateError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]

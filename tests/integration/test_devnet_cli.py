@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gensyn_py.chain.anvil import free_port
+from gensyn_py.devnet.anvil import free_port
 
 pytestmark = pytest.mark.slow
 

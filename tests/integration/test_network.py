@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gensyn_py.network.localnet import LocalNetwork, wait_until
-from gensyn_py.network.view import ChainView
+from gensyn_py.chain.view import ChainView
+from gensyn_py.sim.localnet import LocalNetwork, wait_until
 from gensyn_py.types import UnitStatus
 from tests.integration.ipfs_daemon import JsIpfsDaemon
 from tests.integration.market_kit import (

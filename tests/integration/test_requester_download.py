@@ -15,7 +15,7 @@ from rich.console import Console
 from web3 import Web3
 
 from gensyn_py.cli.main import cli
-from gensyn_py.proof.hashing import sha256
+from gensyn_py.crypto.hashing import sha256
 from gensyn_py.requester.download import download_model, load_weights, verify_file
 from gensyn_py.requester.errors import DownloadRefused
 from gensyn_py.requester.follow import JobWatcher, follow, render

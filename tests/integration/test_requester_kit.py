@@ -22,12 +22,12 @@ from web3 import Web3
 
 from gensyn_py.chain.client import connect
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.chain.deploy import deploy_protocol, write_deployment
 from gensyn_py.config import Settings
+from gensyn_py.devnet.deploy import deploy_protocol, write_deployment
 from gensyn_py.errors import GensynError
-from gensyn_py.network.localnet import wait_until
-from gensyn_py.network.validator import verdict_hash
+from gensyn_py.node.validator import verdict_hash
 from gensyn_py.requester.session import Requester, open_requester
+from gensyn_py.sim.localnet import wait_until
 from gensyn_py.storage.local import LocalStore
 from gensyn_py.train.data import Dataset, dataset_entry, digits
 from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, ROLE_VALIDATOR

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gensyn_py.chain.accounts import create_keystore
-from gensyn_py.proof.hashing import sha256
+from gensyn_py.crypto.hashing import sha256
 from gensyn_py.requester.amounts import E18
 from tests.integration.test_requester_kit import (
     Deployed,

@@ -8,11 +8,11 @@ import pytest
 from eth_account import Account
 from web3 import Web3
 
-from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode
-from gensyn_py.chain.compiler import compile_contracts
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.chain.deploy import deploy_protocol
-from gensyn_py.roles.walkthrough import Walkthrough, default_store
+from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode
+from gensyn_py.devnet.compiler import compile_contracts
+from gensyn_py.devnet.deploy import deploy_protocol
+from gensyn_py.sim.walkthrough import Walkthrough, default_store
 from gensyn_py.types import UnitStatus
 
 pytestmark = pytest.mark.slow

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gensyn_py.proof.cheats import CHEATS, FAKED_SEGMENT, solve
 from gensyn_py.proof.replay import UnitRef, fetch_manifest, replay_segment
+from gensyn_py.sim.cheats import CHEATS, FAKED_SEGMENT, solve
 from tests.unit.trainkit import digits_flat, store_at, tiny_spec
 
 JOB = 9

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from gensyn_py.chain.compiler import compile_detailed
+from gensyn_py.devnet.compiler import compile_detailed
 from gensyn_py.errors import CompileError
 
 GOOD = """// SPDX-License-Identifier: MIT

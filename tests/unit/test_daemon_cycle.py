@@ -14,8 +14,8 @@ from web3 import Web3
 
 from gensyn_py.chain.events import Cursor, EventRecord
 from gensyn_py.errors import ChainError, ContentNotFound
-from gensyn_py.roles.daemon import Daemon, Handler, Triage
-from gensyn_py.roles.state import DaemonState
+from gensyn_py.node.daemon import Daemon, Handler, Triage
+from gensyn_py.node.state import DaemonState
 
 ADDR = Web3.to_checksum_address("0x" + "11" * 20)
 

@@ -13,8 +13,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from gensyn_py.roles.logs import EventLogger, configure_logging, logging_options
-from gensyn_py.roles.metrics import DaemonMetrics
+from gensyn_py.node.logs import EventLogger, configure_logging, logging_options
+from gensyn_py.node.metrics import DaemonMetrics
 
 
 def test_each_daemon_has_its_own_registry() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gensyn_py.chain.events import Cursor
-from gensyn_py.roles.state import DONE, PENDING, DaemonState, StateError, action_key
+from gensyn_py.node.state import DONE, PENDING, DaemonState, StateError, action_key
 
 
 def test_cursor_and_position_survive_reopen(tmp_path: Path) -> None:

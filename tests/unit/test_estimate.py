@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from gensyn_py.chain.deploy import DEFAULT_PARAMS
 from gensyn_py.cli.main import cli
+from gensyn_py.devnet.deploy import DEFAULT_PARAMS
 from gensyn_py.errors import ConfigError
 from gensyn_py.requester.amounts import E18, format_tokens, parse_tokens
 from gensyn_py.requester.estimate import HARDWARE, HardwareClass, estimate, load_hardware

@@ -9,9 +9,9 @@ from eth_hash.auto import keccak
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gensyn_py.crypto.merkle import hash_pair, merkle_proof, merkle_root, process_proof, verify_proof
 from gensyn_py.errors import VerificationError
 from gensyn_py.proof.commitment import segment_leaf, transcript_commit, transcript_hash
-from gensyn_py.proof.merkle import hash_pair, merkle_proof, merkle_root, process_proof, verify_proof
 from gensyn_py.proof.sampler import segment_for, segments_for
 
 

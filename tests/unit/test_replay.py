@@ -12,11 +12,11 @@ import pytest
 
 from gensyn_py.errors import TrainingError, VerificationError
 from gensyn_py.proof.aggregation import aggregate, aggregate_hash, shard_weights, verify_aggregate
-from gensyn_py.proof.cheats import solve
 from gensyn_py.proof.commitment import Manifest
 from gensyn_py.proof.replay import UnitRef, fetch_manifest, replay_segment
 from gensyn_py.proof.state import decode_state
 from gensyn_py.proof.unit import UnitRecord, commit_segments
+from gensyn_py.sim.cheats import solve
 from gensyn_py.train.trainer import Trainer
 from tests.unit.trainkit import dataset_for, digits_flat, store_at, tiny_spec
 
@@ -40,7 +40,7 @@ def test_honest_unit_in_another_process_gives_same_commitment_and_replays(tmp_pa
     spec, ds = tiny_spec(), digits_flat()
     code = (
         "import json,sys\n"
-        "from gensyn_py.proof.cheats import solve\n"
+        "from gensyn_py.sim.cheats import solve\n"
         "from tests.unit.trainkit import tiny_spec, digits_flat, store_at\n"
         "c = solve(tiny_spec(), digits_flat(), store_at(sys.argv[1]), 42, 1, 0)\n"
         "print(json.dumps({'root': c.checkpoint_root.hex(), 'cid': c.manifest_cid}))\n"

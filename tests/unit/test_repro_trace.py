@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from gensyn_py.repro.backend import TORCH
-from gensyn_py.repro.reference import round_int, same_bits
-from gensyn_py.repro.trace import (
+from gensyn_py.proof.step_trace import trace_step
+from gensyn_py.proof.trace import (
     SLICE_BITS,
     Trace,
     TraceError,
@@ -26,7 +25,9 @@ from gensyn_py.repro.trace import (
     recompute_element,
     verify_element,
 )
-from gensyn_py.train.repro_step import trace_step
+from gensyn_py.repro.backend import TORCH
+from gensyn_py.repro.reference import round_int, same_bits
+from gensyn_py.train.repro_step import ReproStep
 from gensyn_py.train.trainer import Trainer
 from tests.unit.trainkit import dataset_for, tiny_spec
 
@@ -54,10 +55,10 @@ def test_trace_is_the_next_step_and_the_reference_reexecutes_it() -> None:
     assert t.step == 1  # tracing does not advance the trainer
     assert tr.check() is None
     loss = t.train_step()
-    assert t.repro is not None
+    assert isinstance(t.engine, ReproStep)
     assert float(tr.value("loss").reshape(())) == loss
-    assert same_bits(tr.value("params"), t.repro.flat.numpy())
-    assert same_bits(tr.value("optim/momentum_buffer"), t.repro.opt["momentum_buffer"].numpy())
+    assert same_bits(tr.value("params"), t.engine.flat.numpy())
+    assert same_bits(tr.value("optim/momentum_buffer"), t.engine.opt["momentum_buffer"].numpy())
     assert same_bits(tr.value("params"), trace_step(t).value("params")) is False  # the next step moves on
 
 
@@ -67,7 +68,7 @@ def test_cnn_and_transformer_steps_trace_and_recompute(family: str) -> None:
     tr = trace_step(t)
     assert tr.check() is None
     t.train_step()
-    assert t.repro is not None and same_bits(tr.value("params"), t.repro.flat.numpy())
+    assert isinstance(t.engine, ReproStep) and same_bits(tr.value("params"), t.engine.flat.numpy())
     rng = np.random.default_rng(0)
     for i, op in enumerate(tr.ops):
         if op.code != "input" and tr.values[i].size:
@@ -147,7 +148,7 @@ def test_reference_checks_a_trace_in_a_process_without_torch(tmp_path: Path) -> 
     code = (
         "import sys\n"
         "sys.modules['torch'] = None  # any import of torch now fails\n"
-        "from gensyn_py.repro.trace import Trace, check_element\n"
+        "from gensyn_py.proof.trace import Trace, check_element\n"
         "t = Trace.from_bytes(open(sys.argv[1], 'rb').read())\n"
         "assert all(check_element(t, i, 0) for i, op in enumerate(t.ops) if op.code != 'input' and t.values[i].size)\n"
         "print(t.check(), t.root.hex())\n"

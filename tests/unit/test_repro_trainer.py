@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 import torch
 
-from gensyn_py.proof.cheats import noisy_weights, solve
 from gensyn_py.proof.replay import UnitRef, fetch_manifest, replay_segment
 from gensyn_py.proof.state import decode_state, encode_state, state_hash
 from gensyn_py.repro.autograd import cross_entropy
 from gensyn_py.repro.backend import TORCH
 from gensyn_py.repro.reference import NUMPY, same_bits
 from gensyn_py.repro.tape import Tape
-from gensyn_py.train.repro_step import loss_of, train_step
+from gensyn_py.sim.cheats import noisy_weights, solve
+from gensyn_py.train.repro_step import ReproStep, loss_of, train_step
 from gensyn_py.train.trainer import Trainer
 from tests.unit.trainkit import dataset_for, digits_flat, store_at, tiny_spec
 
@@ -37,13 +37,13 @@ def repro_spec(family: str, **over: Any) -> Any:
 
 def numpy_segment(t: Trainer, steps: int) -> tuple[list[float], Any, dict[str, Any]]:
     """The same steps as `t` would take, run by the NumPy reference from t's current state."""
-    assert t.repro is not None
-    flat = t.repro.flat.numpy().copy()
-    opt: dict[str, Any] = {k: v.numpy().copy() for k, v in t.repro.opt.items()}
+    assert isinstance(t.engine, ReproStep)
+    flat = t.engine.flat.numpy().copy()
+    opt: dict[str, Any] = {k: v.numpy().copy() for k, v in t.engine.opt.items()}
     losses = []
     for s in range(t.step, t.step + steps):
         x, y = t.batch(s)
-        loss, flat, opt = train_step(NUMPY, t.repro.prog, flat, opt, x.numpy(), y.numpy(), t.learning_rate(s))
+        loss, flat, opt = train_step(NUMPY, t.engine.prog, flat, opt, x.numpy(), y.numpy(), t.learning_rate(s))
         losses.append(float(np.asarray(loss).reshape(())))
     return losses, flat, opt
 
@@ -62,10 +62,10 @@ def test_segment_is_bit_identical_across_threads_and_the_numpy_reference(family:
     assert torch.get_num_threads() == 2
     assert encode_state(one.state_dict()) == encode_state(two.state_dict())
     assert n_losses == losses
-    assert one.repro is not None
-    assert same_bits(n_flat, one.repro.flat.numpy())
-    assert sorted(n_opt) == sorted(one.repro.opt)
-    assert all(same_bits(np.asarray(n_opt[k]), one.repro.opt[k].numpy()) for k in n_opt)
+    assert isinstance(one.engine, ReproStep)
+    assert same_bits(n_flat, one.engine.flat.numpy())
+    assert sorted(n_opt) == sorted(one.engine.opt)
+    assert all(same_bits(np.asarray(n_opt[k]), one.engine.opt[k].numpy()) for k in n_opt)
 
 
 def test_separate_process_gives_the_same_states_for_every_family() -> None:
@@ -123,11 +123,11 @@ def test_state_keeps_the_exact_mode_layout() -> None:
 def test_module_forward_and_autograd_match_the_tape_program(family: str) -> None:
     """trainer.model(x) (autograd functions) gives the program's bits, and so does loss.backward()."""
     t = Trainer(repro_spec(family), dataset_for(family), 0, 0, "cpu")
-    assert t.repro is not None
+    assert isinstance(t.engine, ReproStep)
     x, y = t.batch(0)
     tape = Tape(TORCH)
     params = {n: tape.leaf(p.detach(), requires_grad=True, name=n) for n, p in t.model.named_parameters()}
-    loss = loss_of(tape, t.repro.prog, params, x, y)
+    loss = loss_of(tape, t.engine.prog, params, x, y)
     grads = tape.backward(loss)
     out = t.model(x)
     logits = out.reshape(-1, out.shape[-1])
@@ -141,7 +141,7 @@ def test_module_forward_and_autograd_match_the_tape_program(family: str) -> None
 
 
 def test_digits_mlp_reaches_the_exact_mode_accuracy() -> None:
-    from gensyn_py.roles.walkthrough import demo_spec_dict
+    from gensyn_py.sim.walkthrough import demo_spec_dict
     from gensyn_py.train.data import dataset_entry, digits, to_tensors
     from gensyn_py.train.spec import parse_spec
 

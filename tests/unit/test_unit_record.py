@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from gensyn_py.errors import ContentNotFound, TrainingError
-from gensyn_py.proof.cheats import solve
 from gensyn_py.proof.commitment import UnitCommitment, transcript_hash
 from gensyn_py.proof.unit import UnitRecord, commit_segments, resume_trainer
+from gensyn_py.sim.cheats import solve
 from gensyn_py.train.trainer import Trainer
 from tests.unit.trainkit import digits_flat, store_at, tiny_spec
 

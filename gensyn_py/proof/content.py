@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gensyn_py.chain.view import ChainView, UnitInfo
+from gensyn_py.crypto.hashing import sha256
 from gensyn_py.errors import SpecError, VerificationError
-from gensyn_py.network.view import ChainView, UnitInfo
 from gensyn_py.proof.aggregation_unit import UnitResult, load_weights
 from gensyn_py.proof.commitment import Manifest
-from gensyn_py.proof.hashing import sha256
 from gensyn_py.proof.replay import fetch_manifest
 from gensyn_py.types import UnitStatus
 

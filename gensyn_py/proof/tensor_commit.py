@@ -2,7 +2,7 @@
 
 A tensor's root binds its dtype, shape and little-endian element bytes; each 32-byte chunk (one EVM
 word: 8 float32) is a keccak leaf that carries its index, so one element is proven by its chunk and a
-Merkle path (``proof.merkle``, OpenZeppelin-compatible).
+Merkle path (``crypto.merkle``, OpenZeppelin-compatible).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from gensyn_py.crypto.hashing import keccak256, uint256
+from gensyn_py.crypto.merkle import merkle_proof, merkle_root, process_proof
 from gensyn_py.errors import VerificationError
-from gensyn_py.proof.hashing import keccak256, uint256
-from gensyn_py.proof.merkle import merkle_proof, merkle_root, process_proof
 
 CHUNK = 32  # bytes per Merkle leaf: one EVM word (8 float32)
 DTYPES = {"float32": 1, "int32": 2, "int64": 3, "bool": 4}

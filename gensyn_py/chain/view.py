@@ -13,8 +13,7 @@ from typing import Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.errors import ChainError
-from gensyn_py.proof.aggregation_unit import AGGREGATION_SHARD
-from gensyn_py.types import JobStatus, UnitStatus
+from gensyn_py.types import AGGREGATION_SHARD, JobStatus, UnitStatus
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from gensyn_py.proof.commitment import Manifest, UnitCommitment
 from gensyn_py.proof.state import encode_state, state_hash_of_bytes
 from gensyn_py.proof.unit import commit_segments, publish
+from gensyn_py.train.engine import StepEngine
+from gensyn_py.train.exact_step import ExactStep
 from gensyn_py.train.trainer import Trainer
 
 if TYPE_CHECKING:
@@ -103,12 +105,21 @@ def copied_unit(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: in
     return publish(replace(honest.manifest, shard=shard), store)
 
 
-class _LowPrecisionTrainer(Trainer):
+class _LowPrecisionStep(ExactStep):
     def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         import torch
 
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
             return super().loss(x, y).float()
+
+
+class _LowPrecisionTrainer(Trainer):
+    """In mode `exact` only: a repro step has no loss to autocast, so it trains honestly there."""
+
+    def make_engine(self) -> StepEngine:
+        if self.spec.mode == "repro":
+            return super().make_engine()
+        return _LowPrecisionStep(self.model, self.spec, self.device)
 
 
 def low_precision(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,

@@ -28,8 +28,8 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
 
-from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode
 from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode
 from gensyn_py.errors import GensynError
 
 E18 = 10**18
@@ -82,8 +82,8 @@ class LocalNetwork:
     # -- chain -------------------------------------------------------------------------------
 
     def start(self) -> LocalNetwork:
-        from gensyn_py.chain.compiler import compile_contracts
-        from gensyn_py.chain.deploy import deploy_protocol, write_deployment
+        from gensyn_py.devnet.compiler import compile_contracts
+        from gensyn_py.devnet.deploy import deploy_protocol, write_deployment
 
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.node = AnvilNode(state_path=self.workdir / "anvil-state.json", log_path=self.workdir / "anvil.log",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.errors import VerificationError
-from gensyn_py.proof.hashing import keccak256
 
 
 def hash_pair(a: bytes, b: bytes) -> bytes:

@@ -84,7 +84,7 @@ class EventLogger:
 
     def __init__(self, daemon: str, logger: logging.Logger | None = None) -> None:
         self.daemon = daemon
-        self.logger = logger or logging.getLogger(f"gensyn_py.roles.{daemon}")
+        self.logger = logger or logging.getLogger(f"gensyn_py.node.{daemon}")
 
     def log(self, level: int, event: str, exc_info: bool = False, **fields: Any) -> None:
         if self.logger.isEnabledFor(level):

@@ -17,12 +17,12 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
+from gensyn_py.chain.view import UnitInfo
 from gensyn_py.errors import ContractRevert
-from gensyn_py.network.node import NodeConfig, NodeDaemon
-from gensyn_py.network.verify import check_segment
-from gensyn_py.network.view import UnitInfo
+from gensyn_py.node.daemon import Handler
+from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.sampler import segment_for
-from gensyn_py.roles.daemon import Handler
+from gensyn_py.proof.verify import check_segment
 from gensyn_py.types import ROLE_CHALLENGER, UnitStatus
 
 if TYPE_CHECKING:

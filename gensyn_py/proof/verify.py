@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from gensyn_py.chain.view import UnitInfo
 from gensyn_py.errors import VerificationError
-from gensyn_py.network.content import JobContent
-from gensyn_py.network.view import UnitInfo
 from gensyn_py.proof.aggregation_unit import verify_aggregation
+from gensyn_py.proof.content import JobContent
 from gensyn_py.proof.replay import UnitRef, Verdict, replay_segment
 
 

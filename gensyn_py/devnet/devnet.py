@@ -11,7 +11,7 @@ from typing import Any
 from eth_account import Account
 from web3 import Web3
 
-from gensyn_py.chain.anvil import DEV_KEYS, AnvilNode, rpc_ready, stop_process_group
+from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode, rpc_ready, stop_process_group
 from gensyn_py.errors import ChainError
 
 FAUCET_AMOUNT = 1_000_000 * 10**18
@@ -51,8 +51,8 @@ def up(devnet_dir: Path, deployments_dir: Path, port: int = 8545, fund: int = 10
 
     Returns the devnet and whether this call started it.
     """
-    from gensyn_py.chain.compiler import compile_contracts
-    from gensyn_py.chain.deploy import deploy_protocol, write_deployment
+    from gensyn_py.devnet.compiler import compile_contracts
+    from gensyn_py.devnet.deploy import deploy_protocol, write_deployment
 
     existing = read_info(devnet_dir)
     if existing and is_running(existing):

@@ -22,13 +22,13 @@ from typing import Any
 from eth_account.signers.local import LocalAccount
 
 from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.chain.view import ChainView, UnitInfo
 from gensyn_py.errors import ContractRevert
-from gensyn_py.network.content import JobContent
-from gensyn_py.network.hardware import HardwareProfile
-from gensyn_py.network.view import ChainView, UnitInfo
-from gensyn_py.roles.daemon import Daemon
-from gensyn_py.roles.metrics import DaemonMetrics
-from gensyn_py.roles.state import DaemonState
+from gensyn_py.node.daemon import Daemon
+from gensyn_py.node.hardware import HardwareProfile
+from gensyn_py.node.metrics import DaemonMetrics
+from gensyn_py.node.state import DaemonState
+from gensyn_py.proof.content import JobContent
 from gensyn_py.storage.base import ContentStore
 from gensyn_py.types import UnitStatus
 

@@ -20,10 +20,10 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
 
-from gensyn_py.chain.anvil import DEV_KEYS
 from gensyn_py.chain.contracts import BoundContract, ProtocolContracts
 from gensyn_py.chain.tx import TxSender
-from gensyn_py.network.validator import verdict_hash
+from gensyn_py.devnet.anvil import DEV_KEYS
+from gensyn_py.node.validator import verdict_hash
 from gensyn_py.storage.base import ContentStore
 from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, ROLE_VALIDATOR, UnitStatus
 
@@ -60,7 +60,7 @@ class WalkthroughResult:
 
 def demo_spec_dict(dataset: dict[str, Any]) -> dict[str, Any]:
     """A small MLP on the bundled digits: 1 round x 1 shard, 200 steps, 10 checkpoint segments."""
-    from gensyn_py.network.demo import job_spec_dict
+    from gensyn_py.sim.demo import job_spec_dict
 
     return job_spec_dict(dataset, rounds=1, shards=1, steps=200, seed=2026)
 

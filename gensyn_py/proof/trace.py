@@ -5,7 +5,7 @@
 tensor is the output of exactly one op (named inputs are ops with code ``"input"``).  A tensor's root
 binds its dtype, shape and bytes (32-byte chunks as keccak leaves); an op's leaf binds its index, code,
 attributes, input ids and roots, and output root (``tensor_commit``); the trace root is the Merkle root
-of the op leaves (``proof.merkle``, OpenZeppelin-compatible).  ``recompute_element`` recomputes one output element of
+of the op leaves (``crypto.merkle``, OpenZeppelin-compatible).  ``recompute_element`` recomputes one output element of
 one op from that op's input tensors alone; for a matmul/sum element it also returns the rule's
 internal steps (block exponents, aligned integers, 12-bit slices, partial integer sums), so a
 disagreement narrows to one integer multiply-add or one float32 primitive.  This module imports no
@@ -22,12 +22,12 @@ from typing import Any, cast
 
 import numpy as np
 
+from gensyn_py.crypto.hashing import keccak256, uint256
+from gensyn_py.crypto.merkle import merkle_proof, merkle_root, verify_proof
 from gensyn_py.errors import VerificationError
-from gensyn_py.proof.hashing import keccak256, uint256
-from gensyn_py.proof.merkle import merkle_proof, merkle_root, verify_proof
+from gensyn_py.proof.tensor_commit import ElementProof, prove_element, tensor_root, verify_element
 from gensyn_py.repro import reference as R
 from gensyn_py.repro.opset import CONSTANT, ELEMENTWISE, MOVEMENT, OP_ARGS
-from gensyn_py.repro.tensor_commit import ElementProof, prove_element, tensor_root, verify_element
 
 __all__ = ["DotElement", "ElementProof", "Recomputed", "Trace", "TraceError", "TraceOp", "TracingBackend",
            "check_element", "dot_element", "prove_element", "recompute_element", "tensor_root", "verify_element"]

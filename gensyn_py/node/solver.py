@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gensyn_py.chain.view import UnitInfo
 from gensyn_py.errors import ContractRevert, GensynError, SpecError, TrainingError
-from gensyn_py.network.node import NodeConfig, NodeDaemon
-from gensyn_py.network.view import UnitInfo
+from gensyn_py.node.daemon import Handler, Triage
+from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.commitment import UnitCommitment
-from gensyn_py.roles.daemon import Handler, Triage
 from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, UnitStatus
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ class SolverDaemon(NodeDaemon):
         dataset = self.content.dataset(unit.job_id)
         weights = self.content.start_weights(unit.job_id, unit.round)
         if self.cheat:
-            from gensyn_py.proof.cheats import CHEATS
+            from gensyn_py.sim.cheats import CHEATS
 
             self.log.warning("unit.cheating", unit=unit.unit_id, cheat=self.cheat)
             return CHEATS[self.cheat](spec, dataset, self.store, unit.job_id, unit.round, unit.shard)

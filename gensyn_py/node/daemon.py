@@ -44,9 +44,9 @@ from web3.contract import Contract
 from gensyn_py.chain.client import is_transient
 from gensyn_py.chain.events import EventReader, EventRecord
 from gensyn_py.errors import ChainError, StorageError
-from gensyn_py.roles.logs import EventLogger
-from gensyn_py.roles.metrics import DaemonMetrics
-from gensyn_py.roles.state import ActionKey, DaemonState, action_key
+from gensyn_py.node.logs import EventLogger
+from gensyn_py.node.metrics import DaemonMetrics
+from gensyn_py.node.state import ActionKey, DaemonState, action_key
 
 Handler = Callable[[EventRecord], None]
 

@@ -20,9 +20,9 @@ from functools import cached_property
 from typing import Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.network.accounting import Holding, gas_by_sender, holdings, slashes
-from gensyn_py.network.localnet import E18, LocalNetwork, wait_until
-from gensyn_py.network.view import ChainView, UnitInfo
+from gensyn_py.chain.view import ChainView, UnitInfo
+from gensyn_py.sim.accounting import Holding, gas_by_sender, holdings, slashes
+from gensyn_py.sim.localnet import E18, LocalNetwork, wait_until
 from gensyn_py.types import ROLE_SOLVER, JobStatus, UnitStatus
 
 Report = Callable[[str], None]
@@ -204,7 +204,7 @@ class DemoMarket:
         wait_until(complete, timeout, f"job {job} to complete", every=0.5, on_wait=self.net.check_alive)
 
     def download(self, job: int) -> dict[str, Any]:
-        from gensyn_py.network.content import JobContent
+        from gensyn_py.proof.content import JobContent
         from gensyn_py.storage.factory import open_store
 
         content = JobContent(self.view, open_store(self.net.store_spec))

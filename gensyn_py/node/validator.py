@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from eth_abi import encode
 
+from gensyn_py.chain.view import UnitInfo
+from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.errors import ContractRevert, VerificationError
-from gensyn_py.network.node import NodeConfig, NodeDaemon
-from gensyn_py.network.verify import check_segment
-from gensyn_py.network.view import UnitInfo
-from gensyn_py.proof.hashing import keccak256
+from gensyn_py.node.daemon import Handler
+from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.replay import Verdict
-from gensyn_py.roles.daemon import Handler
+from gensyn_py.proof.verify import check_segment
 from gensyn_py.types import ROLE_VALIDATOR, UnitStatus
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ from typing import Any
 
 from web3 import Web3
 
-from gensyn_py.chain.compiler import compile_contracts
 from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.devnet.compiler import compile_contracts
 from gensyn_py.types import ROLE_CHALLENGER, ROLE_SOLVER, ROLE_VALIDATOR
 
 E18 = 10**18

@@ -1,1 +1,0 @@
-"""The network: role daemons over the chain view and the content they verify."""
