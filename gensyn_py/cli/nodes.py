@@ -41,6 +41,15 @@ def node_options(fn: F) -> F:
     return logging_options(fn)
 
 
+price_option = click.option("--price", type=float, default=5.0, show_default=True, help="Tokens asked per unit.")
+
+
+def tokens_to_wei(tokens: float) -> int:
+    from gensyn_py.node.role import E18
+
+    return int(tokens * E18)
+
+
 def _account(key: str | None, keystore: Path | None, password: str | None) -> LocalAccount:
     from gensyn_py.chain.accounts import from_keystore, from_private_key
     from gensyn_py.errors import ConfigError
@@ -90,16 +99,14 @@ def solver() -> None:
 
 @solver.command("run")
 @node_options
-@click.option("--price", type=float, default=5.0, show_default=True, help="Tokens asked per unit.")
-@click.option("--cheat", default=None, hidden=True, help="Play a named dishonest solver (tests and demo).")
+@price_option
 @click.pass_obj
-def solver_run(settings: Settings, price: float, cheat: str | None, **opts: Any) -> None:
+def solver_run(settings: Settings, price: float, **opts: Any) -> None:
     """Claim units you are fit for, train, commit, collect."""
-    from gensyn_py.node.role import E18
     from gensyn_py.node.solver import SolverDaemon
 
-    config, state_dir = build_config(settings, "solver", opts, int(price * E18))
-    daemon = SolverDaemon(config, state_dir / "records", device=opts["device"], cheat=cheat)
+    config, state_dir = build_config(settings, "solver", opts, tokens_to_wei(price))
+    daemon = SolverDaemon(config, state_dir / "records", device=opts["device"])
     raise SystemExit(daemon.run_forever())
 
 
@@ -110,14 +117,13 @@ def validator() -> None:
 
 @validator.command("run")
 @node_options
-@click.option("--lazy", is_flag=True, hidden=True, help="Accept without replaying (tests and demo).")
 @click.pass_obj
-def validator_run(settings: Settings, lazy: bool, **opts: Any) -> None:
+def validator_run(settings: Settings, **opts: Any) -> None:
     """Replay the segments you are drawn for, commit-reveal verdicts, serve on committees."""
     from gensyn_py.node.validator import ValidatorDaemon
 
     config, _ = build_config(settings, "validator", opts)
-    raise SystemExit(ValidatorDaemon(config, device=opts["device"], lazy=lazy).run_forever())
+    raise SystemExit(ValidatorDaemon(config, device=opts["device"]).run_forever())
 
 
 @click.group()

@@ -15,6 +15,7 @@ vanished, which frees them for itself.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,11 @@ from gensyn_py.proof.commitment import UnitCommitment
 from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, UnitStatus
 
 if TYPE_CHECKING:
+    import torch
+
     from gensyn_py.chain.events import EventRecord
+    from gensyn_py.train.data import Dataset
+    from gensyn_py.train.spec import JobSpec
 
 # Reverts that mean "this unit is not for us (now)": skip it.
 CLAIM_MISSES = frozenset({"BadUnitStatus", "ScoreTooLow", "HardwareMismatch", "PriceTooHigh", "JobNotActive",
@@ -41,13 +46,11 @@ class SolverDaemon(NodeDaemon):
     role_bits = ROLE_SOLVER
     role_name = "solver"
 
-    def __init__(self, config: NodeConfig, records_dir: Path, device: str | None = None,
-                 cheat: str | None = None) -> None:
+    def __init__(self, config: NodeConfig, records_dir: Path, device: str | None = None) -> None:
         super().__init__(config)
         self.records_dir = records_dir
         self.records_dir.mkdir(parents=True, exist_ok=True)
         self.device = device
-        self.cheat = cheat
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -185,11 +188,11 @@ class SolverDaemon(NodeDaemon):
             return commit_aggregation(spec, self.store, unit.job_id, unit.round, results, self.content.timeout)
         dataset = self.content.dataset(unit.job_id)
         weights = self.content.start_weights(unit.job_id, unit.round)
-        if self.cheat:
-            from gensyn_py.sim.cheats import CHEATS
+        return self.train_unit(unit, epoch, spec, dataset, weights)
 
-            self.log.warning("unit.cheating", unit=unit.unit_id, cheat=self.cheat)
-            return CHEATS[self.cheat](spec, dataset, self.store, unit.job_id, unit.round, unit.shard)
+    def train_unit(self, unit: UnitInfo, epoch: int, spec: JobSpec, dataset: Dataset,
+                   weights: Mapping[str, torch.Tensor] | None) -> UnitCommitment:
+        """Train a training unit from the round's start weights, store its checkpoints, build the commitment."""
         from gensyn_py.proof.unit import UnitRecord, commit_segments, resume_trainer
         from gensyn_py.train.trainer import Trainer
 

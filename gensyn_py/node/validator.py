@@ -4,8 +4,8 @@ Verdicts. For each draw naming this node, it replays its segment (or
 recomputes an aggregation), keeps the verdict, the transcript hash and a fresh
 salt in its state *before* sending the sealed commit, then reveals once
 reveals open. Accepting needs the transcript hash, which only a replay yields:
-that is the protocol's answer to the verifier's dilemma. A `lazy` validator
-(for tests and the demo) accepts without replaying: it cannot know the
+that is the protocol's answer to the verifier's dilemma. A lazy validator
+(`sim/dishonest.py`) accepts without replaying: it cannot know the
 transcript, so its reveal is refused and it is penalised as a no-show.
 
 Committees. When a dispute draws it, it replays the disputed segment and
@@ -45,10 +45,13 @@ class ValidatorDaemon(NodeDaemon):
     role_bits = ROLE_VALIDATOR
     role_name = "validator"
 
-    def __init__(self, config: NodeConfig, device: str | None = None, lazy: bool = False) -> None:
+    def __init__(self, config: NodeConfig, device: str | None = None) -> None:
         super().__init__(config)
         self.device = device
-        self.lazy = lazy
+
+    def replay(self, unit: UnitInfo, segment: int) -> Verdict:
+        """Replay `segment` of the unit (or recompute an aggregation) and judge it."""
+        return check_segment(self.content, unit, segment, self.device)
 
     def handlers(self) -> dict[str, Handler]:
         return {"ValidatorsDrawn": self._note_drawn, "DisputeOpened": self._note_dispute}
@@ -125,8 +128,7 @@ class ValidatorDaemon(NodeDaemon):
             return dict(kept)
         segment = int(task["segment"])
         started = time.perf_counter()
-        verdict = (Verdict(True, segment, secrets.token_bytes(32), "accepted without replaying") if self.lazy
-                   else check_segment(self.content, unit, segment, self.device))
+        verdict = self.replay(unit, segment)
         transcript = verdict.transcript_hash or bytes(32)
         salt = secrets.token_bytes(32)
         sealed = {
@@ -201,8 +203,7 @@ class ValidatorDaemon(NodeDaemon):
         found = self.view.dispute_of(unit_id)
         segment = found[1] if found else 0
         started = time.perf_counter()
-        verdict = (Verdict(True, segment, None, "voted without replaying") if self.lazy
-                   else check_segment(self.content, unit, segment, self.device))
+        verdict = self.replay(unit, segment)
         key = ("vote", dispute_id)
         try:
             self.once(key, lambda: self.committee.transact("vote", dispute_id, verdict.accept),

@@ -166,8 +166,8 @@ class LocalNetwork:
         log = open(node.log_path, "ab")  # noqa: SIM115 - handed to the child, closed by the OS on exit
         env = {**self.env(), "GENSYN_KEY": node.account.key.hex()}
         node.down = False
-        node.process = subprocess.Popen(node.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=env, start_new_session=True)
+        node.process = subprocess.Popen(_command(node.args), stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         log.close()
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
@@ -255,3 +255,15 @@ def wait_until(condition: Callable[[], Any], timeout: float, what: str, every: f
         if on_wait is not None:
             on_wait()
         time.sleep(every)  # polling a condition, bounded by the deadline
+
+
+# Flags only the dishonest nodes take (`gensyn_py/cli/dishonest.py`); the production `gensyn` has none.
+DISHONEST_FLAGS = frozenset({"--cheat", "--lazy"})
+
+
+def _command(args: list[str]) -> list[str]:
+    """The daemon's command line: the real `gensyn` CLI, or the dishonest one when a cheat flag is set."""
+    if DISHONEST_FLAGS.isdisjoint(args):
+        return args
+    module = args.index("gensyn_py.cli")
+    return [*args[:module], "gensyn_py.cli.dishonest", *args[module + 1:]]

@@ -1,0 +1,51 @@
+"""Dishonest nodes: the real role daemons with one method overridden, for the tests and the demo.
+
+A `CheatingSolver` claims, commits and keeps its checkpoints like any solver, but produces its
+commitment with a cheat from the library (`sim/cheats.py`); a `LazyValidator` accepts and votes without
+replaying. Production code never imports this module (the import-layering check says so); the processes
+are started by `python -m gensyn_py.cli.dishonest`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gensyn_py.errors import ConfigError
+from gensyn_py.node.role import NodeConfig
+from gensyn_py.node.solver import SolverDaemon
+from gensyn_py.node.validator import ValidatorDaemon
+from gensyn_py.proof.replay import Verdict
+from gensyn_py.sim.cheats import CHEATS
+
+if TYPE_CHECKING:
+    import torch
+
+    from gensyn_py.chain.view import UnitInfo
+    from gensyn_py.proof.commitment import UnitCommitment
+    from gensyn_py.train.data import Dataset
+    from gensyn_py.train.spec import JobSpec
+
+
+class CheatingSolver(SolverDaemon):
+    """A solver whose training units are produced by the named cheat (aggregations stay honest)."""
+
+    def __init__(self, config: NodeConfig, records_dir: Path, cheat: str, device: str | None = None) -> None:
+        if cheat not in CHEATS:
+            raise ConfigError(f"unknown cheat {cheat!r} (have: {', '.join(sorted(CHEATS))})")
+        super().__init__(config, records_dir, device)
+        self.cheat = cheat
+
+    def train_unit(self, unit: UnitInfo, epoch: int, spec: JobSpec, dataset: Dataset,
+                   weights: Mapping[str, torch.Tensor] | None) -> UnitCommitment:
+        self.log.warning("unit.cheating", unit=unit.unit_id, cheat=self.cheat)
+        return CHEATS[self.cheat](spec, dataset, self.store, unit.job_id, unit.round, unit.shard)
+
+
+class LazyValidator(ValidatorDaemon):
+    """Accepts every segment and votes "honest" on every dispute without replaying anything."""
+
+    def replay(self, unit: UnitInfo, segment: int) -> Verdict:
+        return Verdict(True, segment, secrets.token_bytes(32), "accepted without replaying")
