@@ -26,10 +26,14 @@ $(STAMP_NODE): package.json package-lock.json
 demo: setup
 	$(VENV)/bin/gensyn demo
 
-test: setup
+test: setup lint
+	$(PY) -m pytest -q
+
+# Python: ruff, mypy, the import layers (pyproject.toml's importlinter contract).
+lint: setup
 	$(PY) -m ruff check gensyn_py scripts tests bench
 	$(PY) -m mypy gensyn_py scripts bench
-	$(PY) -m pytest -q
+	$(VENV)/bin/lint-imports
 
 bench: setup
 	for b in bench/[a-z]*.py; do $(PY) $$b || exit 1; done
