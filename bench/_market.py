@@ -112,10 +112,10 @@ class Market:
         for name, role, key, extra, stake in NODES:
             node = self.net.add_node(name, role, key, *extra, tokens=stake + 1_000, stake=stake)
             self.actors[name] = str(node.account.address)
-        registry = self.protocol.bind("NodeRegistry")
+        registry = self.protocol.registry()
 
         def registered() -> bool:
-            return all(int(registry.call("bondedOf", self.actors[n])) > 0 for n, *_ in NODES)
+            return all(registry.bonded_of(self.actors[n]) > 0 for n, *_ in NODES)
 
         wait_until(registered, timeout, "the daemons to register and stake", every=0.5, on_wait=self.check_alive)
 
@@ -129,7 +129,7 @@ class Market:
             account = self.net.account(REQUESTER_KEY)
             self.net.fund(account.address, 100_000)
             self._requester = Requester(self.protocol, open_store(self.net.store_spec), account)
-            self._requester.token.transact("approve", self._requester.pool.address, 2**256 - 1)
+            self._requester.token.approve(self._requester.pool.address, 2**256 - 1)
         return self._requester
 
     def put_dataset(self, ds: Any) -> dict[str, Any]:

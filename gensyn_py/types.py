@@ -1,8 +1,22 @@
-"""Python mirrors of the contracts' enums and constants."""
+"""Python mirrors of the contracts' structs, enums and constants.
+
+Each struct is a frozen dataclass whose fields are the Solidity fields (in
+`contracts/types/*.sol`, or a view's named outputs in `contracts/interfaces/*.sol`)
+in snake_case and in the same order, so one generic `from_abi` decodes what a
+view returns and `to_abi` builds what a function takes. A struct read by its
+id carries that id as a leading field that is not part of the Solidity struct
+(`Unit.unit_id`, `Dispute.dispute_id`). `tests/unit/test_types_mirror.py`
+checks every mirror against the shipped ABIs, field by field.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any, ClassVar, Self
 
 ROLE_SOLVER = 1
 ROLE_VALIDATOR = 2
@@ -38,3 +52,205 @@ class Outcome(IntEnum):
     SOLVER_HONEST = 1
     SOLVER_FRAUD = 2
     NO_QUORUM = 3
+
+
+class Vote(IntEnum):
+    """`DisputeCommittee.voteOf`: what a member voted (a uint8 on-chain)."""
+
+    NONE = 0
+    SOLVER_HONEST = 1
+    SOLVER_FRAUD = 2
+
+
+class Struct:
+    """Decoding and encoding shared by the mirrors: the dataclass fields, in order, are the Solidity fields."""
+
+    KEY_FIELDS: ClassVar[int] = 0  # leading fields that are not in the Solidity struct (the id it was read under)
+
+    @classmethod
+    def from_abi(cls, values: Sequence[Any], *key: Any) -> Self:
+        """From what web3 returns for the struct (a tuple in field order), after the `key` fields."""
+        layout = struct_fields(cls)
+        if len(key) != cls.KEY_FIELDS or len(values) != len(layout):
+            raise ValueError(f"{cls.__name__} takes {cls.KEY_FIELDS} key and {len(layout)} struct values, "
+                             f"got {len(key)} and {len(values)}")
+        return cls(*key, *(convert(v) for (_, convert), v in zip(layout, values, strict=True)))
+
+    def to_abi(self) -> tuple[Any, ...]:
+        """The struct as a function argument: its Solidity fields in order (nested structs as tuples)."""
+        values = (getattr(self, name) for name, _ in struct_fields(type(self)))
+        return tuple(v.to_abi() if isinstance(v, Struct) else v for v in values)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> Self:
+        """From a mapping keyed by the Solidity (camelCase) names, e.g. a deployment record's `params`."""
+        return cls(*(convert(values[solidity_name(name)]) for name, convert in struct_fields(cls)))
+
+
+def solidity_name(field: str) -> str:
+    """`price_per_unit` -> `pricePerUnit`."""
+    head, *rest = field.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+_FIELDS: dict[type, tuple[tuple[str, Callable[[Any], Any]], ...]] = {}
+
+
+def struct_fields(cls: type[Struct]) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    """(name, converter from the ABI value) of each Solidity field of a mirror, in order."""
+    if cls not in _FIELDS:
+        hints = typing.get_type_hints(cls)
+        fields = dataclasses.fields(typing.cast(Any, cls))[cls.KEY_FIELDS:]
+        _FIELDS[cls] = tuple((f.name, _converter(hints[f.name])) for f in fields)
+    return _FIELDS[cls]
+
+
+def _converter(tp: Any) -> Callable[[Any], Any]:
+    if typing.get_origin(tp) is tuple:
+        inner = _converter(typing.get_args(tp)[0])
+        return lambda v: tuple(inner(x) for x in v)
+    if isinstance(tp, type) and issubclass(tp, Struct):
+        return tp.from_abi
+    if tp in (bool, int, str, bytes) or (isinstance(tp, type) and issubclass(tp, IntEnum)):
+        return typing.cast(Callable[[Any], Any], tp)
+    raise TypeError(f"no ABI conversion for {tp!r}")
+
+
+@dataclass(frozen=True)
+class Hardware(Struct):
+    """A node's declared hardware (`NodeRegistry.register`, `hardwareOf`)."""
+
+    device_class: int
+    memory_mb: int
+    throughput: int
+    price_per_unit: int
+
+
+@dataclass(frozen=True)
+class JobParams(Struct):
+    """What a requester submits (`TaskPool.submitJob`)."""
+
+    spec_hash: bytes
+    spec_cid: str
+    rounds: int
+    shards: int
+    steps_per_unit: int
+    checkpoint_interval: int
+    device_class: int
+    min_memory_mb: int
+    min_throughput: int
+    max_price_per_unit: int
+    collateral_per_unit: int
+    commit_window: int  # seconds a solver has between claim and commit
+
+
+@dataclass(frozen=True)
+class PoolParams(Struct):
+    """A TaskPool's protocol parameters, fixed at deployment (`TaskPool.params`)."""
+
+    validators_per_unit: int
+    liveness_penalty_bps: int
+    committee_reward_bps: int
+    claim_window: int
+    verdict_commit_window: int
+    reveal_window: int
+    challenge_window: int
+    min_commit_window: int
+    validator_fee: int
+    validator_bond: int
+    challenge_bond: int
+
+
+@dataclass(frozen=True)
+class JobState(Struct):
+    """A job's current state (`TaskPool.jobState`)."""
+
+    requester: str
+    status: JobStatus
+    round: int
+    agg_phase: bool
+    pending: int  # units of the current phase not yet final
+    escrow: int
+
+
+@dataclass(frozen=True)
+class Unit(Struct):
+    """A work unit (`TaskPool.getUnit`), with the id it was read under."""
+
+    KEY_FIELDS: ClassVar[int] = 1
+
+    unit_id: int
+    job_id: int
+    round: int
+    shard: int  # AGGREGATION_SHARD for a round's aggregation unit
+    status: UnitStatus
+    solver: str
+    price: int
+    opened_at: int
+    deadline: int  # Assigned: commit deadline; Verified: challenge end
+    seed_block: int
+    commit_deadline: int  # of the verdicts
+    reveal_deadline: int
+    drawn: bool
+    committed: int  # verdicts committed
+    revealed: int  # verdicts revealed
+    checkpoint_root: bytes
+    seed: bytes
+    opener: str
+    challenger: str
+    dispute_id: int
+    validators: tuple[str, ...]
+
+    @property
+    def is_aggregation(self) -> bool:
+        return self.shard == AGGREGATION_SHARD
+
+
+@dataclass(frozen=True)
+class ClaimScore(Struct):
+    """A node's claim score for a unit and the score currently required (`TaskPool.claimScore`), in bps."""
+
+    score: int
+    required: int
+
+    @property
+    def eligible(self) -> bool:
+        return self.score >= self.required
+
+
+@dataclass(frozen=True)
+class Reputation(Struct):
+    """A node's counters (`NodeRegistry.reputationOf`)."""
+
+    completed: int
+    missed: int
+    frauds: int
+
+
+@dataclass(frozen=True)
+class Unbonding(Struct):
+    """Stake queued for withdrawal (`NodeRegistry.unbondingOf`)."""
+
+    amount: int
+    release: int
+
+
+@dataclass(frozen=True)
+class Dispute(Struct):
+    """A dispute over a unit as the committee keeps it (`DisputeCommittee.getDispute`), with its id."""
+
+    KEY_FIELDS: ClassVar[int] = 1
+
+    dispute_id: int
+    unit_id: int
+    solver: str
+    opener: str
+    device_class: int
+    drawn: bool
+    resolved: bool
+    open_block: int
+    deadline: int
+    yes_weight: int
+    no_weight: int
+    votes: int
+    members: tuple[str, ...]

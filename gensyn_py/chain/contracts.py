@@ -1,31 +1,37 @@
-"""The deployed protocol: addresses from `deployments/<chainId>.json`, ABIs from the artifacts.
+"""The deployed protocol: addresses from `deployments/<chainId>.json`, ABIs shipped in `chain/abi/`.
 
-`ProtocolContracts` is the one place that knows where each contract lives.
-It builds a single `ErrorDecoder` over every compiled ABI, so a revert raised
-deep inside a callee is still named. `BoundContract` is the thin base that
-per-contract classes (registry, pool, committee) extend with typed methods.
+`ProtocolContracts` is the one place that knows where each contract lives. It
+builds a single `ErrorDecoder` over every ABI it holds and every custom error
+the sources declare, so a revert raised deep inside a callee is still named.
+`token()`, `registry()`, `pool()` and `committee()` hand out the typed
+wrappers (`chain/token.py` ...), bound read-only or to a sender.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from eth_account.signers.local import LocalAccount
 from eth_typing import ChecksumAddress
 from eth_utils import is_address, to_checksum_address
 from web3 import Web3
 from web3.contract import Contract
-from web3.contract.contract import ContractFunction
-from web3.logs import DISCARD
-from web3.types import BlockIdentifier, TxReceipt
 
+from gensyn_py.chain.abi import ERRORS, load_abi, protocol_abis
+from gensyn_py.chain.bound import BoundContract
+from gensyn_py.chain.committee import DisputeCommittee
 from gensyn_py.chain.events import Cursor, EventReader
+from gensyn_py.chain.pool import TaskPool
+from gensyn_py.chain.registry import NodeRegistry
 from gensyn_py.chain.revert import ErrorDecoder
-from gensyn_py.chain.tx import TxSender, call_view
-from gensyn_py.errors import ChainError, ConfigError
+from gensyn_py.chain.token import GensynToken
+from gensyn_py.chain.tx import TxSender
+from gensyn_py.errors import ConfigError
+
+W = TypeVar("W", bound=BoundContract)
 
 
 def deployment_path(deployments_dir: Path, chain_id: int) -> Path:
@@ -49,91 +55,42 @@ def read_deployment(path: Path) -> dict[str, Any]:
     return raw
 
 
-class BoundContract:
-    """A contract with its name, its sender (None for read-only) and the protocol's error decoder."""
-
-    def __init__(
-        self,
-        name: str,
-        contract: Contract,
-        sender: TxSender | None = None,
-        decoder: ErrorDecoder | None = None,
-    ) -> None:
-        self.name = name
-        self.contract = contract
-        self.sender = sender
-        self.decoder = decoder or (sender.decoder if sender else ErrorDecoder([contract.abi]))
-
-    @property
-    def address(self) -> ChecksumAddress:
-        return self.contract.address
-
-    def fn(self, fn_name: str, *args: Any) -> ContractFunction:
-        return self.contract.functions[fn_name](*args)
-
-    def call(self, fn_name: str, *args: Any, block: BlockIdentifier = "latest") -> Any:
-        """Read a view; reverts raise `ContractRevert`."""
-        fn = self.fn(fn_name, *args)
-        if self.sender is not None:
-            return self.sender.call(fn, block)
-        return call_view(fn, self.decoder, None, block)
-
-    def transact(self, fn_name: str, *args: Any, value: int = 0, gas: int | None = None) -> TxReceipt:
-        """Static call, send, wait, check; reverts raise `ContractRevert`."""
-        if self.sender is None:
-            raise ChainError(f"{self.name} is bound read-only: no account to send {fn_name}() from")
-        return self.sender.send(self.fn(fn_name, *args), value=value, gas=gas)
-
-    def events(self, receipt: TxReceipt, event_name: str) -> list[dict[str, Any]]:
-        """The args of every `event_name` this contract emitted in `receipt`."""
-        event = self.contract.events[event_name]()
-        return [
-            dict(e["args"]) for e in event.process_receipt(receipt, errors=DISCARD)
-            if e["address"] == self.address
-        ]
-
-
 class ProtocolContracts:
     """Every deployed protocol contract on one chain, by name."""
 
     def __init__(
         self,
         w3: Web3,
-        addresses: Mapping[str, str],
-        artifacts: Mapping[str, Mapping[str, Any]],
-        chain_id: int,
-        deployment: Mapping[str, Any] | None = None,
+        deployment: Mapping[str, Any],
+        abis: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     ) -> None:
+        """`deployment` as `deploy_protocol` returns it; `abis` default to the shipped ones."""
         self.w3 = w3
-        self.chain_id = chain_id
-        self.deployment = dict(deployment or {})
-        self.artifacts = dict(artifacts)
-        self.decoder = ErrorDecoder(a["abi"] for a in self.artifacts.values())
+        self.deployment = dict(deployment)
+        self.chain_id = int(self.deployment["chainId"])
+        self.abis = dict(protocol_abis() if abis is None else abis)
+        self.decoder = ErrorDecoder([*self.abis.values(), load_abi(ERRORS)])
         self._contracts: dict[str, Contract] = {}
-        for name, address in addresses.items():
-            artifact = self.artifacts.get(name)
-            if artifact is None:
-                raise ConfigError(f"{name} is deployed at {address} but no compiled artifact has that name")
-            self._contracts[name] = w3.eth.contract(address=to_checksum_address(address), abi=artifact["abi"])
+        for name, address in dict(self.deployment["contracts"]).items():
+            abi = self.abis.get(name)
+            if abi is None:
+                raise ConfigError(f"{name} is deployed at {address} but no ABI has that name")
+            self._contracts[name] = w3.eth.contract(address=to_checksum_address(address), abi=abi)
 
     @classmethod
     def load(
         cls,
         w3: Web3,
         deployments_dir: Path = Path("deployments"),
-        artifacts: Mapping[str, Mapping[str, Any]] | None = None,
+        abis: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     ) -> ProtocolContracts:
-        """Read `deployments_dir/<chainId>.json` for the node's chain; compile if no artifacts are given."""
+        """Read `deployments_dir/<chainId>.json` for the node's chain; the ABIs are the shipped ones unless given."""
         chain_id = int(w3.eth.chain_id)
         path = deployment_path(deployments_dir, chain_id)
         raw = read_deployment(path)
         if raw["chainId"] != chain_id:
             raise ConfigError(f"{path} says chainId {raw['chainId']} but the node is on chain {chain_id}")
-        if artifacts is None:
-            from gensyn_py.devnet.compiler import compile_contracts
-
-            artifacts = compile_contracts()
-        return cls(w3, raw["contracts"], artifacts, chain_id, raw)
+        return cls(w3, raw, abis)
 
     @property
     def names(self) -> list[str]:
@@ -154,7 +111,23 @@ class ProtocolContracts:
             raise ConfigError(f"no deployed contract named {name!r} (have: {have})") from None
 
     def bind(self, name: str, sender: TxSender | None = None) -> BoundContract:
+        """A contract with no typed wrapper (a test fixture), by its deployment name."""
         return BoundContract(name, self[name], sender, self.decoder)
+
+    def typed(self, wrapper: type[W], sender: TxSender | None = None) -> W:
+        return wrapper(wrapper.NAME, self[wrapper.NAME], sender, self.decoder)
+
+    def token(self, sender: TxSender | None = None) -> GensynToken:
+        return self.typed(GensynToken, sender)
+
+    def registry(self, sender: TxSender | None = None) -> NodeRegistry:
+        return self.typed(NodeRegistry, sender)
+
+    def pool(self, sender: TxSender | None = None) -> TaskPool:
+        return self.typed(TaskPool, sender)
+
+    def committee(self, sender: TxSender | None = None) -> DisputeCommittee:
+        return self.typed(DisputeCommittee, sender)
 
     def sender(self, account: LocalAccount, **kwargs: Any) -> TxSender:
         """A `TxSender` for `account` that decodes every protocol error."""

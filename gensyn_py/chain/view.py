@@ -13,7 +13,9 @@ from typing import Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.errors import ChainError
-from gensyn_py.types import AGGREGATION_SHARD, JobStatus, UnitStatus
+from gensyn_py.types import JobState, Unit, UnitStatus
+
+__all__ = ["ChainView", "Commitment", "JobInfo", "JobState", "Unit", "UnitInfo"]
 
 
 @dataclass(frozen=True)
@@ -28,45 +30,8 @@ class JobInfo:
     block: int
 
 
-@dataclass(frozen=True)
-class JobState:
-    """The `jobState` view."""
-
-    requester: str
-    status: JobStatus
-    round: int
-    agg_phase: bool
-    pending: int
-    escrow: int
-
-
-@dataclass(frozen=True)
-class UnitInfo:
-    """The `getUnit` view, with names."""
-
-    unit_id: int
-    job_id: int
-    round: int
-    shard: int
-    status: UnitStatus
-    solver: str
-    price: int
-    opened_at: int
-    deadline: int
-    commit_deadline: int
-    reveal_deadline: int
-    drawn: bool
-    committed_count: int
-    revealed_count: int
-    checkpoint_root: bytes
-    seed: bytes
-    challenger: str
-    dispute_id: int
-    validators: tuple[str, ...]
-
-    @property
-    def is_aggregation(self) -> bool:
-        return self.shard == AGGREGATION_SHARD
+# The old name of the `getUnit` mirror, still imported by proof/ and sim/dishonest.py.
+UnitInfo = Unit
 
 
 @dataclass(frozen=True)
@@ -85,7 +50,7 @@ class ChainView:
 
     def __init__(self, protocol: ProtocolContracts) -> None:
         self.protocol = protocol
-        self.pool = protocol.bind("TaskPool")
+        self.pool = protocol.pool()
         self.from_block = int(protocol.deployment.get("block", 0))
 
     def _logs(self, event: str, from_block: int = 0, **filters: Any) -> list[Any]:
@@ -103,26 +68,19 @@ class ChainView:
                        int(logs[0]["blockNumber"]))
 
     def job_state(self, job_id: int) -> JobState:
-        requester, status, round_, agg, pending, escrow = self.pool.call("jobState", job_id)
-        return JobState(requester, JobStatus(status), int(round_), bool(agg), int(pending), int(escrow))
+        return self.pool.job_state(job_id)
 
     def unit_ids(self, job_id: int) -> list[int]:
         """Every unit the job has opened so far, in order."""
         return [int(e["args"]["unitId"]) for e in self._logs("UnitOpened", jobId=job_id)]
 
-    def unit(self, unit_id: int) -> UnitInfo:
-        u = self.pool.call("getUnit", unit_id)
-        if int(u[3]) == UnitStatus.NONE:
+    def unit(self, unit_id: int) -> Unit:
+        unit = self.pool.get_unit(unit_id)
+        if unit.status is UnitStatus.NONE:
             raise ChainError(f"unit {unit_id} does not exist on this deployment")
-        return UnitInfo(
-            unit_id=unit_id, job_id=int(u[0]), round=int(u[1]), shard=int(u[2]), status=UnitStatus(u[3]),
-            solver=u[4], price=int(u[5]), opened_at=int(u[6]), deadline=int(u[7]), commit_deadline=int(u[9]),
-            reveal_deadline=int(u[10]), drawn=bool(u[11]), committed_count=int(u[12]),
-            revealed_count=int(u[13]), checkpoint_root=bytes(u[14]), seed=bytes(u[15]),
-            challenger=u[17], dispute_id=int(u[18]), validators=tuple(u[19]),
-        )
+        return unit
 
-    def units(self, job_id: int) -> list[UnitInfo]:
+    def units(self, job_id: int) -> list[Unit]:
         return [self.unit(i) for i in self.unit_ids(job_id)]
 
     def commitment(self, unit_id: int) -> Commitment | None:
@@ -134,14 +92,14 @@ class ChainView:
         return Commitment(unit_id, bytes(a["checkpointRoot"]), bytes(a["finalStateHash"]), a["manifestCid"],
                           int(logs[-1]["blockNumber"]))
 
-    def round_units(self, job_id: int, round_: int) -> tuple[list[UnitInfo], UnitInfo | None]:
+    def round_units(self, job_id: int, round_: int) -> tuple[list[Unit], Unit | None]:
         """A round's training units in shard order, and its aggregation unit if opened."""
         units = [u for u in self.units(job_id) if u.round == round_]
         training = sorted((u for u in units if not u.is_aggregation), key=lambda u: u.shard)
         agg = next((u for u in units if u.is_aggregation), None)
         return training, agg
 
-    def final_unit(self, job_id: int, rounds: int, shards: int) -> UnitInfo | None:
+    def final_unit(self, job_id: int, rounds: int, shards: int) -> Unit | None:
         """The unit whose result is the job's model: the last round's aggregation (or only) unit."""
         training, agg = self.round_units(job_id, rounds - 1)
         if shards > 1:

@@ -266,8 +266,8 @@ def estimate(settings: Settings, spec_path: Path, dataset_file: Path | None, max
     from gensyn_py.devnet.deploy import DEFAULT_PARAMS
     from gensyn_py.requester import estimate as est
     from gensyn_py.requester.amounts import parse_tokens
-    from gensyn_py.requester.pricing import PoolParams
     from gensyn_py.requester.spec_file import load_spec
+    from gensyn_py.types import PoolParams
 
     spec = load_spec(spec_path, None, dataset_file).spec
     source, raw = "protocol defaults", dict(DEFAULT_PARAMS)

@@ -51,6 +51,7 @@ def up(devnet_dir: Path, deployments_dir: Path, port: int = 8545, fund: int = 10
 
     Returns the devnet and whether this call started it.
     """
+    from gensyn_py.chain.contracts import ProtocolContracts
     from gensyn_py.devnet.compiler import compile_contracts
     from gensyn_py.devnet.deploy import deploy_protocol, write_deployment
 
@@ -63,20 +64,14 @@ def up(devnet_dir: Path, deployments_dir: Path, port: int = 8545, fund: int = 10
     assert node.process is not None
     w3 = Web3(Web3.HTTPProvider(node.url))
     deployer = Account.from_key(DEV_KEYS[0])
-    artifacts = compile_contracts()
     deployment = existing.deployment if existing else None
     deployed_now = deployment is None or not w3.eth.get_code(deployment["contracts"]["GensynToken"])
     if deployed_now:
-        deployment = deploy_protocol(w3, deployer, artifacts)
-        assert deployment is not None
-        token = w3.eth.contract(deployment["contracts"]["GensynToken"], abi=artifacts["GensynToken"]["abi"])
+        deployment = deploy_protocol(w3, deployer, compile_contracts())
+        protocol = ProtocolContracts(w3, deployment)
+        token = protocol.token(protocol.sender(deployer))
         for key in DEV_KEYS[:fund]:
-            holder = Account.from_key(key).address
-            tx = token.functions.mint(holder, FAUCET_AMOUNT).build_transaction(
-                {"from": deployer.address, "nonce": w3.eth.get_transaction_count(deployer.address, "pending")}
-            )
-            w3.eth.send_raw_transaction(deployer.sign_transaction(tx).raw_transaction)
-        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+            token.mint(Account.from_key(key).address, FAUCET_AMOUNT)
         write_deployment(deployments_dir, deployment)
     assert deployment is not None
     info = DevnetInfo(node.url, node.process.pid, int(w3.eth.chain_id), deployment, deployed_now)

@@ -8,27 +8,25 @@ from typing import Any
 from web3 import Web3
 
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.devnet.compiler import compile_contracts
 from gensyn_py.types import ROLE_CHALLENGER, ROLE_SOLVER, ROLE_VALIDATOR
 
 E18 = 10**18
 
 
 def protocol_summary(w3: Web3, deployment: dict[str, Any]) -> dict[str, str]:
-    """Counts come from the contracts' events (the daemons' source of truth); money from their views."""
-    protocol = ProtocolContracts(w3, deployment["contracts"], compile_contracts(), int(w3.eth.chain_id), deployment)
+    """Counts come from the contracts' events (the daemons' source of truth); money from their views.
+
+    The ABIs are the shipped ones: a status needs no compiler.
+    """
+    protocol = ProtocolContracts(w3, deployment)
     events = protocol.event_reader().fetch(0, w3.eth.block_number)
     roles: dict[str, int] = {}
     for e in events:
         if e.event == "NodeRegistered":
             roles[e.args["node"]] = int(e.args["roles"])
     seen = Counter(e.event for e in events)
-    pool = protocol.bind("TaskPool")
-    registry = protocol.bind("NodeRegistry")
-    held = sum(
-        int(protocol.bind("GensynToken").call("balanceOf", protocol.addresses[name]))
-        for name in ("NodeRegistry", "TaskPool", "DisputeCommittee")
-    )
+    pool, registry, token = protocol.pool(), protocol.registry(), protocol.token()
+    held = sum(token.balance_of(protocol.addresses[name]) for name in ("NodeRegistry", "TaskPool", "DisputeCommittee"))
 
     def count(role: int) -> int:
         return sum(1 for r in roles.values() if r & role)
@@ -39,7 +37,7 @@ def protocol_summary(w3: Web3, deployment: dict[str, Any]) -> dict[str, str]:
         "jobs": f"{seen['JobSubmitted']} submitted, {seen['JobCompleted']} completed, {seen['JobCancelled']} cancelled",
         "units": f"{seen['UnitOpened']} opened, {seen['UnitCommitted']} committed, {seen['UnitFinalized']} final",
         "disputes": f"{seen['UnitDisputed']} opened, {seen['DisputeSettled']} settled, {seen['Slashed']} slashes",
-        "tokens held by the protocol": f"{held / E18:,.2f} (escrow {int(pool.call('totalEscrow')) / E18:,.2f}, "
-        f"stake {int(registry.call('totalStaked')) / E18:,.2f}, bonds {int(pool.call('totalBonds')) / E18:,.2f}, "
-        f"credit {int(pool.call('totalCredit')) / E18:,.2f})",
+        "tokens held by the protocol": f"{held / E18:,.2f} (escrow {pool.total_escrow() / E18:,.2f}, "
+        f"stake {registry.total_staked() / E18:,.2f}, bonds {pool.total_bonds() / E18:,.2f}, "
+        f"credit {pool.total_credit() / E18:,.2f})",
     }

@@ -17,13 +17,12 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-from gensyn_py.chain.view import UnitInfo
 from gensyn_py.errors import ContractRevert
 from gensyn_py.node.daemon import Handler
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.sampler import segment_for
 from gensyn_py.proof.verify import check_segment
-from gensyn_py.types import ROLE_CHALLENGER, UnitStatus
+from gensyn_py.types import ROLE_CHALLENGER, Unit, UnitStatus
 
 if TYPE_CHECKING:
     from gensyn_py.chain.events import EventRecord
@@ -59,16 +58,16 @@ class ChallengerDaemon(NodeDaemon):
                 continue
             self._audit(unit)
         for unit_id, dispute_id in self.followed("challenged"):
-            d = self.committee.call("getDispute", int(dispute_id))
-            if d[5]:  # resolved
+            d = self.committee.get_dispute(int(dispute_id))
+            if d.resolved:
                 self.unfollow("challenged", unit_id)
-            elif self.view.now() > int(d[7]):
+            elif self.view.now() > d.deadline:
                 self.resolve_dispute(int(dispute_id))
         self.claim_credit()
 
-    def plan(self, unit: UnitInfo) -> list[int]:
+    def plan(self, unit: Unit) -> list[int]:
         """The segments to replay: unchecked ones, within the budget, in private random order."""
-        n = int(self.pool.call("numSegments", unit.unit_id))
+        n = self.pool.num_segments(unit.unit_id)
         checked = {segment_for(unit.seed, i, n) for i in range(len(unit.validators))} if unit.drawn else set()
         unchecked = [j for j in range(n) if j not in checked]
         if unit.is_aggregation or not unchecked:
@@ -76,7 +75,7 @@ class ChallengerDaemon(NodeDaemon):
         k = min(self.max_segments, max(1, math.ceil(self.audit_fraction * len(unchecked))))
         return sorted(self._rng.sample(unchecked, k))
 
-    def _audit(self, unit: UnitInfo) -> None:
+    def _audit(self, unit: Unit) -> None:
         epoch = unit.seed.hex()[:16]
         key = f"audited:{unit.unit_id}:{epoch}"
         if self.state.get(key) is not None:
@@ -93,10 +92,10 @@ class ChallengerDaemon(NodeDaemon):
                 break
         self.state.put(key, findings)
 
-    def _challenge(self, unit: UnitInfo, segment: int, epoch: str) -> None:
+    def _challenge(self, unit: Unit, segment: int, epoch: str) -> None:
         try:
             self.once(("challenge", unit.unit_id, epoch),
-                      lambda: self.pool.transact("challenge", unit.unit_id, segment),
+                      lambda: self.pool.challenge(unit.unit_id, segment),
                       already_done=lambda: self.view.unit(unit.unit_id).challenger == self.address)
         except ContractRevert as e:
             if e.name not in ("BadUnitStatus", "DeadlinePassed"):

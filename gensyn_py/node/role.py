@@ -22,7 +22,7 @@ from typing import Any
 from eth_account.signers.local import LocalAccount
 
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.chain.view import ChainView, UnitInfo
+from gensyn_py.chain.view import ChainView
 from gensyn_py.errors import ContractRevert
 from gensyn_py.node.daemon import Daemon
 from gensyn_py.node.hardware import HardwareProfile
@@ -30,7 +30,7 @@ from gensyn_py.node.metrics import DaemonMetrics
 from gensyn_py.node.state import DaemonState
 from gensyn_py.proof.content import JobContent
 from gensyn_py.storage.base import ContentStore
-from gensyn_py.types import UnitStatus
+from gensyn_py.types import DEVICE_CLASSES, Hardware, Unit, UnitStatus
 
 E18 = 10**18
 
@@ -79,29 +79,29 @@ class NodeDaemon(Daemon):
         self.view = ChainView(protocol)
         self.content = JobContent(self.view, config.store)
         self.store = config.store
-        self.pool = protocol.bind("TaskPool", self.sender)
-        self.registry = protocol.bind("NodeRegistry", self.sender)
-        self.token = protocol.bind("GensynToken", self.sender)
-        self.committee = protocol.bind("DisputeCommittee", self.sender)
+        self.pool = protocol.pool(self.sender)
+        self.registry = protocol.registry(self.sender)
+        self.token = protocol.token(self.sender)
+        self.committee = protocol.committee(self.sender)
 
     # -- joining the network -----------------------------------------------------------------
 
     def on_start(self) -> None:
         """Register with this role and the measured hardware, approve, and stake up to the target."""
         hw = self.config.hardware
-        if int(self.registry.call("rolesOf", self.address)) == 0:
-            self.once(("register",), lambda: self.registry.transact("register", self.role_bits, hw.as_tuple()),
-                      already_done=lambda: int(self.registry.call("rolesOf", self.address)) != 0)
+        if self.registry.roles_of(self.address) == 0:
+            self.once(("register",), lambda: self.registry.register(self.role_bits, declared(hw)),
+                      already_done=lambda: self.registry.roles_of(self.address) != 0)
             self.log.info("node.registered", roles=self.role_bits, hardware=hw.describe())
-        for spender in (self.protocol.addresses["NodeRegistry"], self.protocol.addresses["TaskPool"]):
-            if int(self.token.call("allowance", self.address, spender)) < 2**255:
-                self.token.transact("approve", spender, 2**256 - 1)
-        bonded = int(self.registry.call("bondedOf", self.address))
+        for spender in (self.registry.address, self.pool.address):
+            if self.token.allowance(self.address, spender) < 2**255:
+                self.token.approve(spender, 2**256 - 1)
+        bonded = self.registry.bonded_of(self.address)
         if self.config.stake > bonded:
-            balance = int(self.token.call("balanceOf", self.address))
+            balance = self.token.balance_of(self.address)
             amount = min(self.config.stake - bonded, balance)
             if amount > 0:
-                self.registry.transact("stake", amount)
+                self.registry.stake(amount)
                 self.log.info("node.staked", amount=amount / E18, bonded=(bonded + amount) / E18)
         self.metrics.set_earnings(int(self.state.get("earned", 0)) / E18)
         warm_up()
@@ -120,22 +120,22 @@ class NodeDaemon(Daemon):
 
     # -- keeper duties -----------------------------------------------------------------------
 
-    def poke(self, unit: UnitInfo) -> bool:
+    def poke(self, unit: Unit) -> bool:
         """Take whatever permissionless transition is due for `unit`. True if one was sent."""
         now = self.view.now()
         try:
             if unit.status is UnitStatus.ASSIGNED and now > unit.deadline:
-                self.pool.transact("timeoutClaim", unit.unit_id)
+                self.pool.timeout_claim(unit.unit_id)
                 self.log.info("keeper.timeout", unit=unit.unit_id, solver=unit.solver)
                 return True
             if unit.status is UnitStatus.COMMITTED and not unit.drawn:
                 return self._draw(unit)
             if unit.status is UnitStatus.COMMITTED and now > unit.reveal_deadline:
-                self.pool.transact("closeVerdicts", unit.unit_id)
+                self.pool.close_verdicts(unit.unit_id)
                 self.log.info("keeper.close_verdicts", unit=unit.unit_id)
                 return True
             if unit.status is UnitStatus.VERIFIED and now > unit.deadline:
-                self.pool.transact("finalize", unit.unit_id)
+                self.pool.finalize(unit.unit_id)
                 self.log.info("keeper.finalize", unit=unit.unit_id)
                 return True
         except ContractRevert as e:
@@ -144,18 +144,18 @@ class NodeDaemon(Daemon):
             self.log.debug("keeper.skip", unit=unit.unit_id, reason=e.name)
         return False
 
-    def _draw(self, unit: UnitInfo) -> bool:
+    def _draw(self, unit: Unit) -> bool:
         # The seed is the hash of the block after the commitment: wait until it exists.
         commitment = self.view.commitment(unit.unit_id)
         if commitment is None or self.protocol.w3.eth.block_number <= commitment.block + 1:
             return False
-        self.pool.transact("drawValidators", unit.unit_id)
+        self.pool.draw_validators(unit.unit_id)
         self.log.info("keeper.draw", unit=unit.unit_id)
         return True
 
     def resolve_dispute(self, dispute_id: int) -> bool:
         try:
-            self.committee.transact("resolve", dispute_id)
+            self.committee.resolve(dispute_id)
         except ContractRevert as e:
             if e.name not in BENIGN_REVERTS:
                 raise
@@ -167,11 +167,11 @@ class NodeDaemon(Daemon):
 
     def claim_credit(self) -> int:
         """Withdraw pending credit; returns the amount (0 if none)."""
-        owed = int(self.pool.call("credit", self.address))
+        owed = self.pool.credit(self.address)
         if owed == 0:
             return 0
         try:
-            self.pool.transact("claimCredit")
+            self.pool.claim_credit()
         except ContractRevert as e:
             if e.name != "NoCredit":
                 raise
@@ -181,8 +181,14 @@ class NodeDaemon(Daemon):
         self.log.info("credit.claimed", amount=owed / E18)
         return owed
 
-    def units(self, ids: Iterable[int]) -> list[UnitInfo]:
+    def units(self, ids: Iterable[int]) -> list[Unit]:
         return [self.view.unit(i) for i in ids]
+
+
+def declared(hw: HardwareProfile) -> Hardware:
+    """The registry's `Hardware` for a measured profile."""
+    return Hardware(device_class=DEVICE_CLASSES[hw.device_class], memory_mb=hw.memory_mb,
+                    throughput=hw.throughput_mflops, price_per_unit=hw.price_per_unit)
 
 
 def warm_up() -> None:

@@ -19,12 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gensyn_py.chain.view import UnitInfo
 from gensyn_py.errors import ContractRevert, GensynError, SpecError, TrainingError
 from gensyn_py.node.daemon import Handler, Triage
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.commitment import UnitCommitment
-from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, UnitStatus
+from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, Unit, UnitStatus
 
 if TYPE_CHECKING:
     import torch
@@ -90,7 +89,7 @@ class SolverDaemon(NodeDaemon):
         self._claim_next()
         self.claim_credit()
 
-    def _advance_mine(self, unit: UnitInfo) -> None:
+    def _advance_mine(self, unit: Unit) -> None:
         if unit.solver != self.address or unit.status in (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN):
             if unit.status is UnitStatus.FINAL and unit.solver == self.address:
                 self.metrics.unit_done()
@@ -121,13 +120,12 @@ class SolverDaemon(NodeDaemon):
             if DEVICE_CLASSES[spec.hardware.device_class] != my_class:
                 self.unfollow("open", unit_id)
                 continue
-            score, required = self.pool.call("claimScore", self.address, unit_id)
-            if int(score) < int(required):
+            if not self.pool.claim_score(self.address, unit_id).eligible:
                 continue  # the required score falls over the claim window; try again next cycle
             if self._claim(unit):
                 return
 
-    def _claim(self, unit: UnitInfo) -> bool:
+    def _claim(self, unit: Unit) -> bool:
         key = ("claim", unit.unit_id, unit.opened_at)
 
         def claimed_by_me() -> bool:
@@ -135,7 +133,7 @@ class SolverDaemon(NodeDaemon):
             return u.solver == self.address and u.opened_at == unit.opened_at and u.status is not UnitStatus.OPEN
 
         try:
-            self.once(key, lambda: self.pool.transact("claim", unit.unit_id), already_done=claimed_by_me)
+            self.once(key, lambda: self.pool.claim(unit.unit_id), already_done=claimed_by_me)
         except ContractRevert as e:
             if e.name not in CLAIM_MISSES:
                 raise
@@ -149,7 +147,7 @@ class SolverDaemon(NodeDaemon):
 
     # -- training and committing -------------------------------------------------------------
 
-    def _solve(self, unit: UnitInfo) -> None:
+    def _solve(self, unit: Unit) -> None:
         if self.view.now() > unit.deadline:
             self.log.warning("unit.deadline_missed", unit=unit.unit_id)
             return  # anyone may now time it out; keep following until it leaves our hands
@@ -166,9 +164,9 @@ class SolverDaemon(NodeDaemon):
             return u.status is not UnitStatus.ASSIGNED or u.deadline != epoch
 
         try:
-            self.once(key, lambda: self.pool.transact(
-                "commit", unit.unit_id, commitment.checkpoint_root, commitment.final_state_hash,
-                commitment.manifest_cid), already_done=committed)
+            self.once(key, lambda: self.pool.commit(
+                unit.unit_id, commitment.checkpoint_root, commitment.final_state_hash, commitment.manifest_cid),
+                already_done=committed)
         except ContractRevert as e:
             if e.name not in ("DeadlinePassed", "BadUnitStatus", "NotSolver"):
                 raise
@@ -178,7 +176,7 @@ class SolverDaemon(NodeDaemon):
         self.log.info("unit.committed", unit=unit.unit_id, root="0x" + commitment.checkpoint_root.hex(),
                       manifest=commitment.manifest_cid, train_s=round(train_s, 4))
 
-    def _work(self, unit: UnitInfo, epoch: int) -> UnitCommitment:
+    def _work(self, unit: Unit, epoch: int) -> UnitCommitment:
         """Train (or aggregate) the unit; resumes from the saved record after a crash."""
         spec = self.content.spec(unit.job_id)
         if unit.is_aggregation:
@@ -190,7 +188,7 @@ class SolverDaemon(NodeDaemon):
         weights = self.content.start_weights(unit.job_id, unit.round)
         return self.train_unit(unit, epoch, spec, dataset, weights)
 
-    def train_unit(self, unit: UnitInfo, epoch: int, spec: JobSpec, dataset: Dataset,
+    def train_unit(self, unit: Unit, epoch: int, spec: JobSpec, dataset: Dataset,
                    weights: Mapping[str, torch.Tensor] | None) -> UnitCommitment:
         """Train a training unit from the round's start weights, store its checkpoints, build the commitment."""
         from gensyn_py.proof.unit import UnitRecord, commit_segments, resume_trainer

@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from eth_abi import encode
 
-from gensyn_py.chain.view import UnitInfo
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.errors import ContractRevert, VerificationError
 from gensyn_py.node.daemon import Handler
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.replay import Verdict
 from gensyn_py.proof.verify import check_segment
-from gensyn_py.types import ROLE_VALIDATOR, UnitStatus
+from gensyn_py.types import ROLE_VALIDATOR, Unit, UnitStatus, Vote
 
 if TYPE_CHECKING:
     from gensyn_py.chain.events import EventRecord
@@ -49,7 +48,7 @@ class ValidatorDaemon(NodeDaemon):
         super().__init__(config)
         self.device = device
 
-    def replay(self, unit: UnitInfo, segment: int) -> Verdict:
+    def replay(self, unit: Unit, segment: int) -> Verdict:
         """Replay `segment` of the unit (or recompute an aggregation) and judge it."""
         return check_segment(self.content, unit, segment, self.device)
 
@@ -83,7 +82,7 @@ class ValidatorDaemon(NodeDaemon):
 
     # -- verdicts ----------------------------------------------------------------------------
 
-    def _verdict(self, unit: UnitInfo, task: dict[str, Any]) -> None:
+    def _verdict(self, unit: Unit, task: dict[str, Any]) -> None:
         seed = str(task["seed"])
         if unit.status is UnitStatus.VERIFIED:
             self.poke(unit)  # finalize after the challenge window: our fee is paid then
@@ -102,7 +101,7 @@ class ValidatorDaemon(NodeDaemon):
         try:
             self.once(
                 key,
-                lambda: self.pool.transact("commitVerdict", unit.unit_id, bytes.fromhex(sealed["hash"][2:])),
+                lambda: self.pool.commit_verdict(unit.unit_id, bytes.fromhex(sealed["hash"][2:])),
                 already_done=lambda: self.view.has_event("VerdictCommitted", int(task["block"]),
                                                          unitId=unit.unit_id, validator=me),
             )
@@ -114,13 +113,13 @@ class ValidatorDaemon(NodeDaemon):
             self.unfollow("drawn", unit.unit_id)
             return
         now = self.view.now()
-        reveals_open = unit.committed_count == len(unit.validators) or now > unit.commit_deadline
+        reveals_open = unit.committed == len(unit.validators) or now > unit.commit_deadline
         if reveals_open and now <= unit.reveal_deadline:
             self._reveal(unit, task, sealed, epoch)
         elif now > unit.reveal_deadline:
             self.poke(unit)  # close verdicts: no-shows are penalised and skipped
 
-    def _sealed_verdict(self, unit: UnitInfo, task: dict[str, Any], epoch: str) -> dict[str, Any]:
+    def _sealed_verdict(self, unit: Unit, task: dict[str, Any], epoch: str) -> dict[str, Any]:
         """The verdict for this draw, computed once and kept before anything is sent."""
         key = f"verdict:{unit.unit_id}:{epoch}"
         kept = self.state.get(key)
@@ -142,7 +141,7 @@ class ValidatorDaemon(NodeDaemon):
                       verify_s=round(time.perf_counter() - started, 4))
         return sealed
 
-    def _reveal(self, unit: UnitInfo, task: dict[str, Any], sealed: dict[str, Any], epoch: str) -> None:
+    def _reveal(self, unit: Unit, task: dict[str, Any], sealed: dict[str, Any], epoch: str) -> None:
         key = ("vreveal", unit.unit_id, epoch)
         if self.state.is_done(key):
             return
@@ -155,12 +154,14 @@ class ValidatorDaemon(NodeDaemon):
             self.log.error("verdict.unprovable", unit=unit.unit_id, error=str(e))
             return
         j = int(sealed["segment"])
-        args = (unit.unit_id, bool(sealed["accept"]), bytes.fromhex(sealed["transcript"][2:]),
-                bytes.fromhex(sealed["salt"][2:]), manifest.state_hashes[j], manifest.state_hashes[j + 1],
-                manifest.transcript_commits[j], manifest.proof(j))
+        accept, transcript, salt = bool(sealed["accept"]), bytes.fromhex(sealed["transcript"][2:]), \
+            bytes.fromhex(sealed["salt"][2:])
+        start, end, transcript_commit = manifest.state_hashes[j], manifest.state_hashes[j + 1], \
+            manifest.transcript_commits[j]
         me = self.address
         try:
-            self.once(key, lambda: self.pool.transact("revealVerdict", *args),
+            self.once(key, lambda: self.pool.reveal_verdict(unit.unit_id, accept, transcript, salt, start, end,
+                                                            transcript_commit, manifest.proof(j)),
                       already_done=lambda: self.view.has_event("VerdictRevealed", int(task["block"]),
                                                                unitId=unit.unit_id, validator=me))
         except ContractRevert as e:
@@ -174,28 +175,27 @@ class ValidatorDaemon(NodeDaemon):
     # -- committees --------------------------------------------------------------------------
 
     def _serve(self, dispute_id: int, info: dict[str, Any]) -> None:
-        d = self.committee.call("getDispute", dispute_id)
-        # Dispute: (unitId, solver, opener, deviceClass, drawn, resolved, openBlock, deadline, yes, no, votes, members)
-        drawn, resolved, open_block, deadline, votes, members = d[4], d[5], int(d[6]), int(d[7]), int(d[10]), d[11]
-        if resolved:
+        d = self.committee.get_dispute(dispute_id)
+        if d.resolved:
             self.unfollow("dispute", dispute_id)
             return
         now = self.view.now()
-        if not drawn:
-            if self.protocol.w3.eth.block_number > open_block + 1 and now <= deadline:
+        if not d.drawn:
+            if self.protocol.w3.eth.block_number > d.open_block + 1 and now <= d.deadline:
                 try:
-                    self.committee.transact("drawCommittee", dispute_id)
+                    self.committee.draw_committee(dispute_id)
                 except ContractRevert as e:
                     if e.name not in ("TooEarly", "VotingClosed", "DisputeClosed"):
                         raise
-            elif now > deadline:
+            elif now > d.deadline:
                 self.resolve_dispute(dispute_id)
             return
-        if self.address in members and int(self.committee.call("voteOf", dispute_id, self.address)) == 0 \
-                and now <= deadline:
+        votes = d.votes
+        if self.address in d.members and self.committee.vote_of(dispute_id, self.address) is Vote.NONE \
+                and now <= d.deadline:
             self._vote(dispute_id, int(info["unit"]))
             votes += 1
-        if votes >= len(members) or now > deadline:
+        if votes >= len(d.members) or now > d.deadline:
             self.resolve_dispute(dispute_id)
 
     def _vote(self, dispute_id: int, unit_id: int) -> None:
@@ -206,8 +206,8 @@ class ValidatorDaemon(NodeDaemon):
         verdict = self.replay(unit, segment)
         key = ("vote", dispute_id)
         try:
-            self.once(key, lambda: self.committee.transact("vote", dispute_id, verdict.accept),
-                      already_done=lambda: int(self.committee.call("voteOf", dispute_id, self.address)) != 0)
+            self.once(key, lambda: self.committee.vote(dispute_id, verdict.accept),
+                      already_done=lambda: self.committee.vote_of(dispute_id, self.address) is not Vote.NONE)
         except ContractRevert as e:
             if e.name not in ("VotingClosed", "AlreadyVoted", "DisputeClosed"):
                 raise

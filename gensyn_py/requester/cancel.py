@@ -27,10 +27,10 @@ class CancelResult:
 
 def claim_credit(requester: Requester) -> int:
     """Withdraw all the account's credit in the pool; returns the amount (0 if there was none)."""
-    owed = int(requester.pool.call("credit", requester.address))
+    owed = requester.pool.credit(requester.address)
     if owed == 0:
         return 0
-    receipt = requester.pool.transact("claimCredit")
+    receipt = requester.pool.claim_credit()
     claimed = requester.pool.events(receipt, "CreditClaimed")
     return int(claimed[0]["amount"]) if claimed else owed
 
@@ -44,7 +44,7 @@ def cancel_job(requester: Requester, job_id: int, claim: bool = True) -> CancelR
         raise JobNotReady(f"job {job_id} belongs to {state.requester}, not {requester.address}")
     if state.status is not JobStatus.ACTIVE:
         raise JobNotReady(f"job {job_id} is already {state.status.name.lower()}; nothing to cancel")
-    receipt = requester.pool.transact("cancelJob", job_id)
+    receipt = requester.pool.cancel_job(job_id)
     events = requester.pool.events(receipt, "JobCancelled")
     refund = int(events[0]["refund"]) if events else 0
     after = requester.view.job_state(job_id)

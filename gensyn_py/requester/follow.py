@@ -20,9 +20,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from gensyn_py.chain.view import ChainView, JobInfo, JobState, UnitInfo
+from gensyn_py.chain.view import ChainView, JobInfo
 from gensyn_py.requester.amounts import format_tokens
-from gensyn_py.types import JobStatus, Outcome, UnitStatus
+from gensyn_py.types import JobState, JobStatus, Outcome, Unit, UnitStatus
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -91,7 +91,7 @@ class Snapshot:
 
     job: JobInfo
     state: JobState
-    units: tuple[UnitInfo, ...]
+    units: tuple[Unit, ...]
     total_units: int | None  # known from the spec; None if the spec could not be read
     rounds: int | None
     events: tuple[str, ...]  # the latest, oldest first
@@ -153,7 +153,7 @@ class JobWatcher:
                         self.view.now())
 
 
-def _until(u: UnitInfo, now: int) -> str:
+def _until(u: Unit, now: int) -> str:
     """The unit's next deadline, in chain seconds from now."""
     match u.status:
         case UnitStatus.ASSIGNED:

@@ -4,20 +4,20 @@
     escrow = units * (maxPricePerUnit + validatorsPerUnit * validatorFee)
 
 `Offer` is what a requester puts on the table per unit; `Offer.check` refuses,
-before any transaction, every term the contract would revert on.
+before any transaction, every term the contract would revert on. The pool's
+parameters are `types.PoolParams`: `TaskPool.params()` read from the chain, or
+`PoolParams.from_mapping` of a deployment record's `params` for offline estimates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gensyn_py.requester.amounts import E18, format_tokens
 from gensyn_py.requester.errors import SubmitError
+from gensyn_py.types import PoolParams
 
-if TYPE_CHECKING:
-    from gensyn_py.chain.contracts import BoundContract
+__all__ = ["Offer", "PoolParams", "escrow_for", "unit_count"]
 
 UINT64_MAX = 2**64 - 1
 UINT128_MAX = 2**128 - 1
@@ -25,35 +25,6 @@ UINT128_MAX = 2**128 - 1
 DEFAULT_MAX_PRICE = 10 * E18  # tokens per unit
 DEFAULT_COLLATERAL = 100 * E18  # tokens of solver stake locked per unit
 DEFAULT_COMMIT_WINDOW = 3600  # seconds between a claim and its commitment
-
-
-@dataclass(frozen=True)
-class PoolParams:
-    """The deployed pool's parameters that price a job and bound its timing."""
-
-    validators_per_unit: int
-    validator_fee: int
-    min_commit_window: int
-    claim_window: int
-    verdict_commit_window: int
-    reveal_window: int
-    challenge_window: int
-
-    @classmethod
-    def from_chain(cls, pool: BoundContract) -> PoolParams:
-        """`TaskPool.params()`: what the contract will actually apply."""
-        (validators, _liveness, _reward, claim, verdict, reveal, challenge, min_commit, fee, _bond,
-         _challenge_bond) = pool.call("params")
-        return cls(int(validators), int(fee), int(min_commit), int(claim), int(verdict), int(reveal), int(challenge))
-
-    @classmethod
-    def from_mapping(cls, params: Mapping[str, int]) -> PoolParams:
-        """From a deployment record's `params` (or `deploy.DEFAULT_PARAMS`): for offline estimates."""
-        return cls(
-            int(params["validatorsPerUnit"]), int(params["validatorFee"]), int(params["minCommitWindow"]),
-            int(params["claimWindow"]), int(params["verdictCommitWindow"]), int(params["revealWindow"]),
-            int(params["challengeWindow"]),
-        )
 
 
 def unit_count(rounds: int, shards: int) -> int:

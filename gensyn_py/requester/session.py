@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gensyn_py.chain.view import ChainView
 from gensyn_py.errors import ConfigError
 from gensyn_py.proof.content import JobContent
-from gensyn_py.requester.pricing import PoolParams
+from gensyn_py.types import PoolParams
 
 if TYPE_CHECKING:
     from eth_account.signers.local import LocalAccount
     from eth_typing import ChecksumAddress
 
-    from gensyn_py.chain.contracts import BoundContract, ProtocolContracts
+    from gensyn_py.chain.contracts import ProtocolContracts
+    from gensyn_py.chain.pool import TaskPool
+    from gensyn_py.chain.token import GensynToken
     from gensyn_py.chain.tx import TxSender
     from gensyn_py.config import Settings
     from gensyn_py.storage.base import ContentStore
@@ -51,22 +52,22 @@ class Requester:
         return self._sender
 
     @property
-    def pool(self) -> BoundContract:
-        return self.protocol.bind("TaskPool", self._sender)
+    def pool(self) -> TaskPool:
+        return self.protocol.pool(self._sender)
 
     @property
-    def token(self) -> BoundContract:
-        return self.protocol.bind("GensynToken", self._sender)
+    def token(self) -> GensynToken:
+        return self.protocol.token(self._sender)
 
     def pool_params(self) -> PoolParams:
-        return PoolParams.from_chain(self.pool)
+        """What the deployed pool will actually apply."""
+        return self.pool.params()
 
 
 def open_requester(
     settings: Settings,
     account: LocalAccount | None = None,
     store: str | ContentStore | None = None,
-    artifacts: Mapping[str, Mapping[str, Any]] | None = None,
     deployments_dir: Path | None = None,
 ) -> Requester:
     """Connect to the settings' RPC node and deployment; open the content store (a spec string or a store)."""
@@ -76,6 +77,6 @@ def open_requester(
     from gensyn_py.storage.factory import open_store
 
     w3 = connect(settings.rpc_url, settings.chain_id)
-    protocol = ProtocolContracts.load(w3, deployments_dir or settings.deployments_dir, artifacts)
+    protocol = ProtocolContracts.load(w3, deployments_dir or settings.deployments_dir)
     opened = store if isinstance(store, ContentStore) else open_store(store or settings.store)
     return Requester(protocol, opened, account)

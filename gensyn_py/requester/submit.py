@@ -12,14 +12,14 @@ the job submitted.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gensyn_py.errors import ChainError
 from gensyn_py.requester.amounts import format_tokens
 from gensyn_py.requester.errors import InsufficientFunds, SubmitError
-from gensyn_py.requester.pricing import UINT128_MAX, Offer, PoolParams, escrow_for, unit_count
+from gensyn_py.requester.pricing import UINT128_MAX, Offer, escrow_for, unit_count
 from gensyn_py.requester.validate import validate_job
-from gensyn_py.types import DEVICE_CLASSES
+from gensyn_py.types import DEVICE_CLASSES, JobParams, PoolParams
 
 if TYPE_CHECKING:
     from gensyn_py.requester.session import Requester
@@ -54,12 +54,14 @@ class SubmitResult:
     block: int
 
 
-def job_params(spec: JobSpec, spec_cid: str, offer: Offer) -> tuple[Any, ...]:
-    """The `JobParams` tuple of `submitJob`, field for field."""
-    return (
-        spec.spec_hash(), spec_cid, spec.rounds, spec.shards, spec.steps_per_unit, spec.checkpoint_interval,
-        DEVICE_CLASSES[spec.hardware.device_class], spec.hardware.min_memory_mb, offer.min_throughput,
-        offer.max_price_per_unit, offer.collateral_per_unit, offer.commit_window,
+def job_params(spec: JobSpec, spec_cid: str, offer: Offer) -> JobParams:
+    """What `submitJob` takes: the spec's shape and hardware needs, and the offer's terms."""
+    return JobParams(
+        spec_hash=spec.spec_hash(), spec_cid=spec_cid, rounds=spec.rounds, shards=spec.shards,
+        steps_per_unit=spec.steps_per_unit, checkpoint_interval=spec.checkpoint_interval,
+        device_class=DEVICE_CLASSES[spec.hardware.device_class], min_memory_mb=spec.hardware.min_memory_mb,
+        min_throughput=offer.min_throughput, max_price_per_unit=offer.max_price_per_unit,
+        collateral_per_unit=offer.collateral_per_unit, commit_window=offer.commit_window,
     )
 
 
@@ -72,8 +74,8 @@ def quote(requester: Requester, spec: JobSpec, offer: Offer) -> Quote:
     if escrow > UINT128_MAX:
         raise SubmitError(f"escrow {format_tokens(escrow)} is larger than the pool accepts")
     me = requester.address
-    balance = int(requester.token.call("balanceOf", me))
-    allowance = int(requester.token.call("allowance", me, requester.pool.address))
+    balance = requester.token.balance_of(me)
+    allowance = requester.token.allowance(me, requester.pool.address)
     if balance < escrow:
         raise InsufficientFunds(
             f"{me} holds {format_tokens(balance)} tokens, {format_tokens(escrow - balance)} short of the "
@@ -102,9 +104,9 @@ def submit_job(requester: Requester, spec: JobSpec, offer: Offer | None = None) 
     spec_cid = requester.store.put(canonical_json(spec.model_dump(mode="json")))
     approved = q.approval_needed
     if approved:
-        requester.token.transact("approve", requester.pool.address, approved)
+        requester.token.approve(requester.pool.address, approved)
     pool = requester.pool
-    receipt = pool.transact("submitJob", job_params(spec, spec_cid, offer))
+    receipt = pool.submit_job(job_params(spec, spec_cid, offer))
     tx_hash = receipt["transactionHash"].to_0x_hex()
     submitted = pool.events(receipt, "JobSubmitted")
     if not submitted:

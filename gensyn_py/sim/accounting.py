@@ -28,13 +28,8 @@ class Holding:
 
 def holdings(protocol: ProtocolContracts, actors: dict[str, str]) -> dict[str, Holding]:
     """name -> (wallet tokens, bonded stake, unclaimed credit)."""
-    token = protocol.bind("GensynToken")
-    registry = protocol.bind("NodeRegistry")
-    pool = protocol.bind("TaskPool")
-    return {
-        name: Holding(int(token.call("balanceOf", a)), int(registry.call("bondedOf", a)), int(pool.call("credit", a)))
-        for name, a in actors.items()
-    }
+    token, registry, pool = protocol.token(), protocol.registry(), protocol.pool()
+    return {name: Holding(token.balance_of(a), registry.bonded_of(a), pool.credit(a)) for name, a in actors.items()}
 
 
 def slashes(protocol: ProtocolContracts, from_block: int) -> list[tuple[str, int]]:

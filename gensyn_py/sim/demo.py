@@ -20,10 +20,10 @@ from functools import cached_property
 from typing import Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.chain.view import ChainView, UnitInfo
+from gensyn_py.chain.view import ChainView
 from gensyn_py.sim.accounting import Holding, gas_by_sender, holdings, slashes
 from gensyn_py.sim.localnet import E18, LocalNetwork, wait_until
-from gensyn_py.types import ROLE_SOLVER, JobStatus, UnitStatus
+from gensyn_py.types import ROLE_SOLVER, JobStatus, Unit, UnitStatus
 
 Report = Callable[[str], None]
 
@@ -115,16 +115,16 @@ class DemoMarket:
         requester = self.net.account(REQUESTER_KEY)
         self.net.fund(requester.address, 10_000)
         self.actors = {"requester": str(requester.address), **self.actors}
-        registry = self.protocol.bind("NodeRegistry")
+        registry = self.protocol.registry()
 
         def registered() -> bool:
-            return all(int(registry.call("bondedOf", self.actors[n])) > 0 for n, *_ in NODES)
+            return all(registry.bonded_of(self.actors[n]) > 0 for n, *_ in NODES)
 
         wait_until(registered, 120, "the daemons to register and stake", on_wait=self.net.check_alive)
         for name, *_ in NODES:
-            hw = registry.call("hardwareOf", self.actors[name])
+            hw = registry.hardware_of(self.actors[name])
             self.report(f"  {name:<12} {self.actors[name]} registered, stake 1,000, "
-                        f"{hw[2] / 1000:.1f} GFLOP/s declared")
+                        f"{hw.throughput / 1000:.1f} GFLOP/s declared")
 
     def honest_job(self) -> tuple[float, int]:
         from gensyn_py.train.data import digits
@@ -155,10 +155,10 @@ class DemoMarket:
         wait_until(lambda: self.view.unit(unit_id).status in (UnitStatus.OPEN, UnitStatus.ASSIGNED,
                                                               UnitStatus.COMMITTED), 120,
                    "the committee's decision", on_wait=lambda: self._show(job))
-        registry = self.protocol.bind("NodeRegistry")
+        registry = self.protocol.registry()
         cheater = self.actors["solver-2"]
-        self.result.cheater_slashed = 1_000 * E18 - int(registry.call("bondedOf", cheater))
-        jailed = bool(registry.call("isJailed", cheater))
+        self.result.cheater_slashed = 1_000 * E18 - registry.bonded_of(cheater)
+        jailed = registry.is_jailed(cheater)
         self.report(f"  committee voted fraud: solver-2 lost {self.result.cheater_slashed / E18:,.0f} tokens of stake"
                     f"{' and is jailed' if jailed else ''}; the unit reopened")
         self.report("solver-1 comes back online and takes the reopened unit")
@@ -226,7 +226,7 @@ class DemoMarket:
             self.report(f"  unit {unit.unit_id} ({_label(unit)}): {unit.status.name.lower()}{self._who(unit, names)}")
 
     @staticmethod
-    def _who(unit: UnitInfo, names: dict[str, str]) -> str:
+    def _who(unit: Unit, names: dict[str, str]) -> str:
         if unit.status is UnitStatus.ASSIGNED:
             return f" by {names.get(unit.solver, unit.solver)}"
         if unit.status is UnitStatus.COMMITTED and unit.validators:
@@ -250,7 +250,7 @@ class DemoMarket:
                 "protocol": max(0.0, total - training - verification)}
 
 
-def _label(unit: UnitInfo) -> str:
+def _label(unit: Unit) -> str:
     return f"round {unit.round} aggregation" if unit.is_aggregation else f"round {unit.round} shard {unit.shard}"
 
 

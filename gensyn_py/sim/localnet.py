@@ -90,10 +90,9 @@ class LocalNetwork:
                               block_time=self.block_time, mixed_mining=True)
         self.node.start()
         w3 = Web3(Web3.HTTPProvider(self.node.url, request_kwargs={"timeout": 30}))
-        artifacts = compile_contracts()
-        deployment = deploy_protocol(w3, self.deployer, artifacts, self.params)
+        deployment = deploy_protocol(w3, self.deployer, compile_contracts(), self.params)
         write_deployment(self.deployments_dir, deployment)
-        self.protocol = ProtocolContracts(w3, deployment["contracts"], artifacts, int(w3.eth.chain_id), deployment)
+        self.protocol = ProtocolContracts(w3, deployment)
         return self
 
     @property
@@ -123,8 +122,7 @@ class LocalNetwork:
 
     def fund(self, address: str, tokens: int) -> None:
         assert self.protocol is not None
-        token = self.protocol.bind("GensynToken", self.protocol.sender(self.deployer))
-        token.transact("mint", address, tokens * E18)
+        self.protocol.token(self.protocol.sender(self.deployer)).mint(address, tokens * E18)
 
     def chain_down(self) -> None:
         """Stop anvil; it saves its state for `chain_up()`."""

@@ -19,13 +19,18 @@ from typing import Any
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
+from web3.types import TxReceipt
 
-from gensyn_py.chain.contracts import BoundContract, ProtocolContracts
-from gensyn_py.chain.tx import TxSender
+from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.chain.pool import TaskPool
+from gensyn_py.chain.registry import NodeRegistry
+from gensyn_py.chain.token import GensynToken
 from gensyn_py.devnet.anvil import DEV_KEYS
 from gensyn_py.node.validator import verdict_hash
+from gensyn_py.requester.pricing import Offer
+from gensyn_py.requester.submit import job_params
 from gensyn_py.storage.base import ContentStore
-from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, ROLE_VALIDATOR, UnitStatus
+from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, ROLE_VALIDATOR, Hardware, UnitStatus
 
 E18 = 10**18
 Report = Callable[[str], None]
@@ -33,9 +38,13 @@ Report = Callable[[str], None]
 
 @dataclass
 class Actor:
+    """One account and the contracts as it sends to them."""
+
     name: str
     account: LocalAccount
-    sender: TxSender
+    token: GensynToken
+    registry: NodeRegistry
+    pool: TaskPool
 
     @property
     def address(self) -> str:
@@ -79,14 +88,13 @@ class Walkthrough:
         self.validators = [self._actor(f"validator-{i + 1}", keys[3 + i]) for i in range(3)]
 
     def _actor(self, name: str, account: LocalAccount) -> Actor:
-        return Actor(name, account, self.protocol.sender(account))
+        sender = self.protocol.sender(account)
+        return Actor(name, account, self.protocol.token(sender), self.protocol.registry(sender),
+                     self.protocol.pool(sender))
 
-    def _bind(self, contract: str, actor: Actor) -> BoundContract:
-        return self.protocol.bind(contract, actor.sender)
-
-    def _tx(self, actor: Actor, contract: str, fn: str, *args: Any) -> Any:
-        receipt = self._bind(contract, actor).transact(fn, *args)
-        self.result.gas.append((actor.name, f"{contract}.{fn}", int(receipt["gasUsed"])))
+    def _paid(self, actor: Actor, action: str, receipt: TxReceipt) -> TxReceipt:
+        """Record the gas `actor` paid for `action`."""
+        self.result.gas.append((actor.name, action, int(receipt["gasUsed"])))
         return receipt
 
     def _advance(self, seconds: int) -> None:
@@ -98,9 +106,9 @@ class Walkthrough:
             self.w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
 
     def _balances(self) -> dict[str, int]:
-        token = self.protocol.bind("GensynToken")
+        token = self.protocol.token()
         actors = [self.requester, self.solver, *self.validators]
-        return {a.name: int(token.call("balanceOf", a.address)) for a in actors}
+        return {a.name: token.balance_of(a.address) for a in actors}
 
     # ------------------------------------------------------------------ the play
 
@@ -109,14 +117,16 @@ class Walkthrough:
         registry = self.protocol.addresses["NodeRegistry"]
         pool = self.protocol.addresses["TaskPool"]
         cpu = DEVICE_CLASSES["cpu"]
+        deployer = self.deployer
         for actor in [self.requester, self.solver, *self.validators]:
-            self._tx(self.deployer, "GensynToken", "mint", actor.address, 10_000 * E18)
-        self._tx(self.requester, "GensynToken", "approve", pool, 2**256 - 1)
+            self._paid(deployer, "mint", deployer.token.mint(actor.address, 10_000 * E18))
+        self._paid(self.requester, "approve", self.requester.token.approve(pool, 2**256 - 1))
         nodes = [(self.solver, ROLE_SOLVER, 5 * E18)] + [(v, ROLE_VALIDATOR, 0) for v in self.validators]
         for actor, roles, price in nodes:
-            self._tx(actor, "NodeRegistry", "register", roles, (cpu, 16_000, 1_000, price))
-            self._tx(actor, "GensynToken", "approve", registry, 2**256 - 1)
-            self._tx(actor, "NodeRegistry", "stake", 1_000 * E18)
+            hardware = Hardware(device_class=cpu, memory_mb=16_000, throughput=1_000, price_per_unit=price)
+            self._paid(actor, "register", actor.registry.register(roles, hardware))
+            self._paid(actor, "approve", actor.token.approve(registry, 2**256 - 1))
+            self._paid(actor, "stake", actor.registry.stake(1_000 * E18))
         self.result.balances_before = self._balances()
 
     def run(self) -> WalkthroughResult:
@@ -135,24 +145,22 @@ class Walkthrough:
         spec_cid = self.store.put(canonical_json(spec.model_dump(mode="json")))
         self.report(f"job spec {spec.spec_hash().hex()[:16]}… dataset {dataset_cid[:20]}…")
 
-        params = (
-            spec.spec_hash(), spec_cid, spec.rounds, spec.shards, spec.steps_per_unit, spec.checkpoint_interval,
-            DEVICE_CLASSES[spec.hardware.device_class], spec.hardware.min_memory_mb, 0,
-            10 * E18, 100 * E18, 3600,
-        )
-        receipt = self._tx(self.requester, "TaskPool", "submitJob", params)
-        pool = self.protocol.bind("TaskPool")
+        offer = Offer(max_price_per_unit=10 * E18, collateral_per_unit=100 * E18, commit_window=3600)
+        receipt = self._paid(self.requester, "submitJob",
+                             self.requester.pool.submit_job(job_params(spec, spec_cid, offer)))
+        pool = self.protocol.pool()
+        params = pool.params()
         job_id = int(pool.events(receipt, "JobSubmitted")[0]["jobId"])
         unit_id = int(pool.events(receipt, "UnitOpened")[0]["unitId"])
         self.result.job_id = job_id
         self.report(f"job {job_id} submitted, unit {unit_id} open; budget escrowed")
 
-        score, required = pool.call("claimScore", self.solver.address, unit_id)
-        if score < required:
+        score = pool.claim_score(self.solver.address, unit_id)
+        if not score.eligible:
             # The required score decays over the claim window; wait (in chain time) until this solver fits.
-            self._advance(int(self.protocol_param("claimWindow")))
-        self._tx(self.solver, "TaskPool", "claim", unit_id)
-        self.report(f"solver claimed unit {unit_id} (score {score} bps)")
+            self._advance(params.claim_window)
+        self._paid(self.solver, "claim", self.solver.pool.claim(unit_id))
+        self.report(f"solver claimed unit {unit_id} (score {score.score} bps)")
 
         t_train = time.perf_counter()
         trainer = Trainer(spec, train, 0, 0)
@@ -163,13 +171,13 @@ class Walkthrough:
 
         commitment = commit_segments(trainer, self.store, job_id, on_step=progress)
         self.result.seconds["training"] = time.perf_counter() - t_train
-        self._tx(self.solver, "TaskPool", "commit", unit_id, commitment.checkpoint_root, commitment.final_state_hash,
-                 commitment.manifest_cid)
+        self._paid(self.solver, "commit", self.solver.pool.commit(
+            unit_id, commitment.checkpoint_root, commitment.final_state_hash, commitment.manifest_cid))
         self.report(f"solver committed root {commitment.checkpoint_root.hex()[:16]}… "
                     f"manifest {commitment.manifest_cid[:20]}…")
 
         self._mine(2)  # the seed is the hash of a block mined after the commitment
-        receipt = self._tx(self.deployer, "TaskPool", "drawValidators", unit_id)
+        receipt = self._paid(self.deployer, "drawValidators", self.deployer.pool.draw_validators(unit_id))
         drawn = pool.events(receipt, "ValidatorsDrawn")[0]
         by_address = {v.address: v for v in self.validators}
         chosen = [by_address[a] for a in drawn["validators"]]
@@ -186,40 +194,29 @@ class Walkthrough:
             salt = secrets.token_bytes(32)
             transcript = verdict.transcript_hash or bytes(32)
             h = verdict_hash(unit_id, validator.address, verdict.accept, transcript, salt)
-            self._tx(validator, "TaskPool", "commitVerdict", unit_id, h)
+            self._paid(validator, "commitVerdict", validator.pool.commit_verdict(unit_id, h))
             reveals.append((validator, int(segment), verdict.accept, transcript, salt))
         for validator, segment, accept, transcript, salt in reveals:
             start, end = manifest.state_hashes[segment], manifest.state_hashes[segment + 1]
-            self._tx(validator, "TaskPool", "revealVerdict", unit_id, accept, transcript, salt, start, end,
-                     manifest.transcript_commits[segment], manifest.proof(segment))
+            self._paid(validator, "revealVerdict", validator.pool.reveal_verdict(
+                unit_id, accept, transcript, salt, start, end, manifest.transcript_commits[segment],
+                manifest.proof(segment)))
         self.result.seconds["verification"] = time.perf_counter() - t_verify
         self.report("verdicts revealed; challenge window open")
 
-        self._advance(int(self.protocol_param("challengeWindow")) + 1)
-        self._tx(self.deployer, "TaskPool", "finalize", unit_id)
-        self.result.unit_status = int(pool.call("getUnit", unit_id)[self._unit_field("status")])
+        self._advance(params.challenge_window + 1)
+        self._paid(self.deployer, "finalize", self.deployer.pool.finalize(unit_id))
+        self.result.unit_status = int(pool.get_unit(unit_id).status)
         for actor in [self.requester, self.solver, *chosen]:
-            if int(pool.call("credit", actor.address)) > 0:
-                self._tx(actor, "TaskPool", "claimCredit")
+            if pool.credit(actor.address) > 0:
+                self._paid(actor, "claimCredit", actor.pool.claim_credit())
         self.result.balances_after = self._balances()
         self.result.accuracy = accuracy(trainer, held_out)
-        registry = self.protocol.bind("NodeRegistry")
+        registry = self.protocol.registry()
         for actor in [self.solver, *self.validators]:
-            self.result.slashed[actor.name] = 1000 * E18 - int(registry.call("bondedOf", actor.address))
+            self.result.slashed[actor.name] = 1000 * E18 - registry.bonded_of(actor.address)
         self.result.seconds["total"] = time.perf_counter() - t0
         return self.result
-
-    def protocol_param(self, name: str) -> int:
-        return int(self.protocol.deployment["params"][name]) if self.protocol.deployment else 0
-
-    def _unit_field(self, name: str) -> int:
-        fields = [o["name"] for o in self._unit_abi()]
-        return fields.index(name)
-
-    def _unit_abi(self) -> list[dict[str, Any]]:
-        abi: list[dict[str, Any]] = list(self.protocol["TaskPool"].abi)  # type: ignore[arg-type]
-        fn = next(e for e in abi if e.get("name") == "getUnit")
-        return list(fn["outputs"][0]["components"])
 
 
 def accuracy(trainer: Any, held_out: Any) -> float:

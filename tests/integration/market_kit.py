@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.chain.view import ChainView
 from gensyn_py.requester.pricing import Offer
 from gensyn_py.requester.session import Requester
@@ -31,15 +32,15 @@ def start_market(workdir: Path, store: str | None = None, nodes: dict[str, tuple
     net = LocalNetwork(workdir, params={**TEST_PARAMS, **params}, store=store).start()
     for name, (role, key) in (nodes or NODES).items():
         net.add_node(name, role, key)
-    registry = protocol(net).bind("NodeRegistry")
+    registry = protocol(net).registry()
     names = list(net.nodes)
-    wait_until(lambda: all(int(registry.call("bondedOf", net.nodes[n].account.address)) > 0 for n in names),
+    wait_until(lambda: all(registry.bonded_of(net.nodes[n].account.address) > 0 for n in names),
                120, "daemons to register and stake", on_wait=net.check_alive)
     net.fund(net.account(1).address, 100_000)
     return net
 
 
-def protocol(net: LocalNetwork) -> Any:
+def protocol(net: LocalNetwork) -> ProtocolContracts:
     assert net.protocol is not None
     return net.protocol
 
@@ -97,9 +98,9 @@ def pool_actions(net: LocalNetwork, from_block: int) -> Counter[tuple[str, str, 
 def assert_conservation(net: LocalNetwork) -> None:
     """Tokens held equal tokens owed, all read at one block (the daemons keep transacting meanwhile)."""
     p = protocol(net)
-    token, pool, registry = p.bind("GensynToken"), p.bind("TaskPool"), p.bind("NodeRegistry")
+    token, pool, registry = p.token(), p.pool(), p.registry()
     at = int(net.w3.eth.block_number)
-    pool_balance = int(token.call("balanceOf", pool.address, block=at))
-    owed = sum(int(pool.call(name, block=at)) for name in ("totalEscrow", "totalBonds", "totalCredit"))
+    pool_balance = token.balance_of(pool.address, block=at)
+    owed = pool.total_escrow(block=at) + pool.total_bonds(block=at) + pool.total_credit(block=at)
     assert pool_balance == owed, f"pool holds {pool_balance}, owes {owed} at block {at}"
-    assert int(token.call("balanceOf", registry.address, block=at)) == int(registry.call("totalStaked", block=at))
+    assert token.balance_of(registry.address, block=at) == registry.total_staked(block=at)

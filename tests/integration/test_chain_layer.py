@@ -276,7 +276,7 @@ def test_protocol_contracts_bind_deployments_and_decode_errors(
     (tmp_path / f"{chain_id}.json").write_text(
         json.dumps({"chainId": chain_id, "contracts": {"Reverter": reverter.address}})
     )
-    protocol = ProtocolContracts.load(w3, tmp_path, {"Reverter": reverter_artifact})
+    protocol = ProtocolContracts.load(w3, tmp_path, {"Reverter": reverter_artifact["abi"]})
     assert protocol.addresses == {"Reverter": reverter.address}
     bound = protocol.bind("Reverter", protocol.sender(account, nonces=sender.nonces))
     receipt = bound.transact("store", 5)

@@ -96,13 +96,13 @@ def test_daemons_killed_mid_job_finish_it_without_repeating_anything(market: Loc
 def test_a_vanished_solver_loses_its_unit_and_reputation_not_its_stake(market: LocalNetwork) -> None:
     net = market
     start = int(net.w3.eth.block_number)
-    registry = protocol(net).bind("NodeRegistry")
+    registry = protocol(net).registry()
     net.kill("solver-1")  # only solver-2 is there to claim
     mark = len(net.log_lines("solver-2"))
     job = submit(net, steps=2000, seed=12, commit_window=20)  # seconds of training: it vanishes mid-unit
     assert _assigned(net, job, 1) == ["solver-2"]
     vanished = net.nodes["solver-2"].account.address
-    before = registry.call("reputationOf", vanished)
+    before = registry.reputation_of(vanished)
     wait_log(net, "solver-2", "unit.progress", after=mark)
     net.kill("solver-2")  # SIGKILL and stays away
     assert not any(r.get("event") == "unit.committed" for r in net.log_lines("solver-2")[mark:])
@@ -116,10 +116,10 @@ def test_a_vanished_solver_loses_its_unit_and_reputation_not_its_stake(market: L
     assert unit.solver == net.nodes["solver-1"].account.address
     timed_out = protocol(net)["TaskPool"].events.UnitTimedOut().get_logs(from_block=start)
     assert [e["args"]["solver"] for e in timed_out] == [vanished]
-    _, missed, frauds = registry.call("reputationOf", vanished)
-    assert (missed, frauds) == (before[1] + 1, before[2]) and not registry.call("isJailed", vanished)
+    after = registry.reputation_of(vanished)
+    assert (after.missed, after.frauds) == (before.missed + 1, before.frauds) and not registry.is_jailed(vanished)
     assert slashes(net, start) == []  # a fault, not fraud: no stake taken
-    assert int(registry.call("bondedOf", vanished)) == 1_000 * E18
+    assert registry.bonded_of(vanished) == 1_000 * E18
     assert_conservation(net)
 
 
@@ -158,7 +158,7 @@ def test_a_cheating_solver_is_slashed_and_its_unit_redone(market: LocalNetwork) 
         cheater.args = [a for a in cheater.args if a not in ("--cheat", "wrong_lr")]
         net.restart("solver-2")
     assert slashes(net, start) == [(cheater.account.address, COLLATERAL)]  # its whole collateral, nobody else
-    assert protocol(net).bind("NodeRegistry").call("isJailed", cheater.account.address)
+    assert protocol(net).registry().is_jailed(cheater.account.address)
     assert view.unit(unit_id).solver == net.nodes["solver-1"].account.address
     assert_conservation(net)
 

@@ -22,6 +22,7 @@ from web3 import Web3
 
 from gensyn_py.chain.client import connect
 from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.chain.pool import TaskPool
 from gensyn_py.config import Settings
 from gensyn_py.devnet.deploy import deploy_protocol, write_deployment
 from gensyn_py.errors import GensynError
@@ -30,7 +31,7 @@ from gensyn_py.requester.session import Requester, open_requester
 from gensyn_py.sim.localnet import wait_until
 from gensyn_py.storage.local import LocalStore
 from gensyn_py.train.data import Dataset, dataset_entry, digits
-from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, ROLE_VALIDATOR
+from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, ROLE_VALIDATOR, Hardware
 
 E18 = 10**18
 REQUESTER_FUNDS = 1_000 * E18
@@ -66,8 +67,9 @@ class Deployed:
         return self.session().protocol
 
 
-def _actor_tx(protocol: ProtocolContracts, account: LocalAccount, contract: str, fn: str, *args: Any) -> Any:
-    return protocol.bind(contract, protocol.sender(account)).transact(fn, *args)
+def _pool(protocol: ProtocolContracts, account: LocalAccount) -> TaskPool:
+    """The pool as `account` sends to it."""
+    return protocol.pool(protocol.sender(account))
 
 
 @pytest.fixture(scope="session")
@@ -81,14 +83,17 @@ def deployed(
     write_deployment(root / "deployments", info)
     d = Deployed(anvil_url, info, root / "deployments", root / "store", accounts[1], accounts[2],
                  (accounts[3], accounts[4]), accounts[9])
-    protocol = ProtocolContracts(connect(anvil_url), info["contracts"], artifacts, 31337, info)
-    _actor_tx(protocol, accounts[0], "GensynToken", "mint", d.requester.address, REQUESTER_FUNDS)
-    registry = protocol.addresses["NodeRegistry"]
+    protocol = ProtocolContracts(connect(anvil_url), info)
+    faucet = protocol.token(protocol.sender(accounts[0]))
+    faucet.mint(d.requester.address, REQUESTER_FUNDS)
     for node, roles, price in [(d.solver, ROLE_SOLVER, SOLVER_PRICE)] + [(v, ROLE_VALIDATOR, 0) for v in d.validators]:
-        _actor_tx(protocol, accounts[0], "GensynToken", "mint", node.address, 2_000 * E18)
-        _actor_tx(protocol, node, "NodeRegistry", "register", roles, (DEVICE_CLASSES["cpu"], 16_000, 1_000, price))
-        _actor_tx(protocol, node, "GensynToken", "approve", registry, 2**256 - 1)
-        _actor_tx(protocol, node, "NodeRegistry", "stake", 1_000 * E18)
+        sender = protocol.sender(node)
+        registry, token = protocol.registry(sender), protocol.token(sender)
+        faucet.mint(node.address, 2_000 * E18)
+        registry.register(roles, Hardware(device_class=DEVICE_CLASSES["cpu"], memory_mb=16_000, throughput=1_000,
+                                          price_per_unit=price))
+        token.approve(registry.address, 2**256 - 1)
+        registry.stake(1_000 * E18)
     return d
 
 
@@ -127,8 +132,7 @@ def chain_state(d: Deployed, who: LocalAccount) -> tuple[int, int, int]:
     """(nonce, token balance, allowance to the pool): what a refused submit must leave unchanged."""
     req = d.session()
     nonce = int(req.protocol.w3.eth.get_transaction_count(who.address))
-    return (nonce, int(req.token.call("balanceOf", who.address)),
-            int(req.token.call("allowance", who.address, req.pool.address)))
+    return nonce, req.token.balance_of(who.address), req.token.allowance(who.address, req.pool.address)
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -166,19 +170,16 @@ def play_unit_to_final(d: Deployed, job_id: int, unit_id: int | None = None) -> 
     if unit_id is None:
         (unit_id,) = req.view.unit_ids(job_id)
     unit = req.view.unit(unit_id)
-    pool = protocol.bind("TaskPool")
-
-    def tx(account: LocalAccount, fn: str, *args: Any) -> Any:
-        return _actor_tx(protocol, account, "TaskPool", fn, *args)
+    pool = protocol.pool()
+    solver = _pool(protocol, d.solver)
 
     def advance(seconds: int) -> None:
         w3.provider.make_request("evm_increaseTime", [seconds])  # type: ignore[arg-type]
         w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
 
-    score, required = pool.call("claimScore", d.solver.address, unit_id)
-    if score < required:
+    if not pool.claim_score(d.solver.address, unit_id).eligible:
         advance(params.claim_window)  # the required score decays to zero over the claim window
-    tx(d.solver, "claim", unit_id)
+    solver.claim(unit_id)
     if unit.is_aggregation:
         results = content.round_results(job_id, unit.round)
         c = commit_aggregation(spec, store, job_id, unit.round, results)
@@ -188,10 +189,10 @@ def play_unit_to_final(d: Deployed, job_id: int, unit_id: int | None = None) -> 
         trainer = Trainer(spec, dataset, unit.round, unit.shard, global_weights=start)
         c = commit_segments(trainer, store, job_id)
         weights = trainer.weights()
-    tx(d.solver, "commit", unit_id, c.checkpoint_root, c.final_state_hash, c.manifest_cid)
+    solver.commit(unit_id, c.checkpoint_root, c.final_state_hash, c.manifest_cid)
     for _ in range(2):
         w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
-    drawn = pool.events(tx(d.solver, "drawValidators", unit_id), "ValidatorsDrawn")[0]
+    drawn = pool.events(solver.draw_validators(unit_id), "ValidatorsDrawn")[0]
     by_address = {v.address: v for v in d.validators}
     manifest = fetch_manifest(store, c.manifest_cid)
     reveals = []
@@ -205,13 +206,14 @@ def play_unit_to_final(d: Deployed, job_id: int, unit_id: int | None = None) -> 
         salt = secrets.token_bytes(32)
         transcript = verdict.transcript_hash or bytes(32)
         h = verdict_hash(unit_id, address, True, transcript, salt)
-        tx(by_address[address], "commitVerdict", unit_id, h)
+        _pool(protocol, by_address[address]).commit_verdict(unit_id, h)
         reveals.append((by_address[address], int(segment), transcript, salt))
     for validator, segment, transcript, salt in reveals:
-        tx(validator, "revealVerdict", unit_id, True, transcript, salt, manifest.state_hashes[segment],
-           manifest.state_hashes[segment + 1], manifest.transcript_commits[segment], manifest.proof(segment))
+        _pool(protocol, validator).reveal_verdict(
+            unit_id, True, transcript, salt, manifest.state_hashes[segment], manifest.state_hashes[segment + 1],
+            manifest.transcript_commits[segment], manifest.proof(segment))
     advance(params.challenge_window + 1)
-    tx(d.solver, "finalize", unit_id)
+    solver.finalize(unit_id)
     return PlayedUnit(unit_id, c.final_state_hash, weights)
 
 

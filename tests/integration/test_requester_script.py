@@ -44,14 +44,14 @@ def test_script_submits_follows_and_downloads_the_verified_model(deployed: Deplo
     out = tmp_path / "model.safetensors"
     _, balance, _ = chain_state(deployed, deployed.requester)
     pool = deployed.session().pool
-    first_job = int(pool.call("nextJobId"))
+    first_job = pool.next_job_id()
     env = {**os.environ, **deployed.env, "GENSYN_PASSWORD": "correct horse"}
     env.pop("GENSYN_KEY", None)
     cmd = [sys.executable, str(SCRIPT), str(spec), "--keystore", str(keystore), "--out", str(out),
            "--poll", "0.2", "--timeout", "120"]
     with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         try:
-            wait_for(lambda: proc.poll() is not None or int(pool.call("nextJobId")) > first_job, 60,
+            wait_for(lambda: proc.poll() is not None or pool.next_job_id() > first_job, 60,
                      "the script to submit its job")
             assert proc.poll() is None, proc.communicate()
             played = play_unit_to_final(deployed, first_job)

@@ -109,7 +109,7 @@ def test_submit_escrows_the_budget_and_approves_only_that(deployed: Deployed) ->
     req = deployed.session(deployed.requester)
     spec = parse_spec(tiny_spec(rounds=2, shards=2))
     nonce, balance, allowance = chain_state(deployed, deployed.requester)
-    escrow_before = int(req.pool.call("totalEscrow"))
+    escrow_before = req.pool.total_escrow()
     assert allowance == 0
 
     result = submit_job(req, spec, Offer(max_price_per_unit=7 * E18))
@@ -117,7 +117,7 @@ def test_submit_escrows_the_budget_and_approves_only_that(deployed: Deployed) ->
     expected = unit_count(2, 2) * (7 * E18 + 2 * 10 * E18)  # 6 units (4 training + 2 aggregation)
     assert (result.units, result.escrow, result.approved) == (6, expected, expected)
     assert chain_state(deployed, deployed.requester) == (nonce + 2, balance - expected, 0)  # approve + submit
-    assert int(req.pool.call("totalEscrow")) - escrow_before == expected
+    assert req.pool.total_escrow() - escrow_before == expected
     assert req.view.job(result.job_id).budget == expected
     assert req.content.spec(result.job_id) == spec  # the stored spec hashes to the on-chain spec hash
 
@@ -125,7 +125,7 @@ def test_submit_escrows_the_budget_and_approves_only_that(deployed: Deployed) ->
 def test_submit_with_enough_allowance_sends_only_the_submission(deployed: Deployed) -> None:
     store_digits(deployed)
     req = deployed.session(deployed.requester)
-    req.token.transact("approve", req.pool.address, 10**30)
+    req.token.approve(req.pool.address, 10**30)
     nonce, _, _ = chain_state(deployed, deployed.requester)
     result = submit_job(req, parse_spec(tiny_spec()))
     assert result.approved == 0
@@ -142,7 +142,7 @@ def test_submit_uploads_a_local_dataset_the_spec_file_names(deployed: Deployed, 
     assert result.exit_code == 0, result.output
     assert "uploaded as" in result.output and "submitted" in result.output
     req = deployed.session()
-    job = req.view.job(int(req.pool.call("nextJobId")) - 1)
+    job = req.view.job(req.pool.next_job_id() - 1)
     assert store.get(parse_spec(json.loads(store.get(job.spec_cid))).dataset.cid) == data
 
 
@@ -197,7 +197,7 @@ def test_cancel_refunds_the_whole_escrow_to_the_wallet(deployed: Deployed) -> No
     assert "90.00 tokens refunded, 90.00 withdrawn" in result.output
     req = deployed.session()
     assert chain_state(deployed, deployed.requester)[1] == balance
-    assert int(req.pool.call("credit", deployed.requester.address)) == 0
+    assert req.pool.credit(deployed.requester.address) == 0
     assert req.view.job_state(job_id).status is JobStatus.CANCELLED
     assert gensyn(deployed, "job", "cancel", str(job_id), key=key_of(deployed.requester)).exit_code == 1
 
@@ -208,4 +208,4 @@ def test_cancel_refuses_a_job_of_another_requester(deployed: Deployed) -> None:
     with pytest.raises(JobNotReady, match="belongs to"):
         cancel_job(deployed.session(deployed.stranger), job_id)
     with pytest.raises(ContractRevert, match="NotRequester"):  # and the pool itself agrees
-        deployed.session(deployed.stranger).pool.transact("cancelJob", job_id)
+        deployed.session(deployed.stranger).pool.cancel_job(job_id)

@@ -23,14 +23,13 @@ def test_honest_job_trains_verifies_settles_and_slashes_nobody(tmp_path: Path) -
     lines: list[str] = []
     with AnvilNode() as node:
         w3 = Web3(Web3.HTTPProvider(node.url))
-        artifacts = compile_contracts()
-        deployment = deploy_protocol(w3, Account.from_key(DEV_KEYS[0]), artifacts)
-        protocol = ProtocolContracts(w3, deployment["contracts"], artifacts, 31337, deployment)
+        deployment = deploy_protocol(w3, Account.from_key(DEV_KEYS[0]), compile_contracts())
+        protocol = ProtocolContracts(w3, deployment)
         result = Walkthrough(w3, protocol, default_store(tmp_path / "store"), lines.append).run()
 
-        pool = protocol.bind("TaskPool")
-        assert int(pool.call("totalEscrow")) == 0
-        assert int(pool.call("totalCredit")) == 0
+        pool = protocol.pool()
+        assert pool.total_escrow() == 0
+        assert pool.total_credit() == 0
 
     assert result.unit_status == UnitStatus.FINAL
     assert result.accuracy >= 0.90

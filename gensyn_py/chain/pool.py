@@ -1,0 +1,117 @@
+"""`TaskPool`: jobs, units, verdicts, challenges and pull payments (`contracts/TaskPool.sol`, `ITaskPool`).
+
+Transactions return their receipt (read events from it with `events`); views return the `types`
+mirrors. The resolver's callback and the owner's wiring are not here: no node calls them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from web3.types import TxReceipt
+
+from gensyn_py.chain.bound import Block, BoundContract
+from gensyn_py.types import ClaimScore, JobParams, JobState, PoolParams, Unit
+
+
+class TaskPool(BoundContract):
+    NAME = "TaskPool"
+
+    # -- requester -----------------------------------------------------------------------------
+
+    def submit_job(self, params: JobParams) -> TxReceipt:
+        """Escrow the job's budget and open its first units (approve the pool first)."""
+        return self.transact("submitJob", params.to_abi())
+
+    def cancel_job(self, job_id: int) -> TxReceipt:
+        return self.transact("cancelJob", job_id)
+
+    # -- solver --------------------------------------------------------------------------------
+
+    def claim(self, unit_id: int) -> TxReceipt:
+        return self.transact("claim", unit_id)
+
+    def commit(self, unit_id: int, checkpoint_root: bytes, final_state_hash: bytes, manifest_cid: str) -> TxReceipt:
+        return self.transact("commit", unit_id, checkpoint_root, final_state_hash, manifest_cid)
+
+    # -- validator -----------------------------------------------------------------------------
+
+    def commit_verdict(self, unit_id: int, sealed: bytes) -> TxReceipt:
+        """`sealed` = keccak256(abi.encode(unitId, validator, accept, transcriptHash, salt))."""
+        return self.transact("commitVerdict", unit_id, sealed)
+
+    def reveal_verdict(
+        self, unit_id: int, accept: bool, transcript_hash: bytes, salt: bytes, start_hash: bytes, end_hash: bytes,
+        transcript_commit: bytes, proof: Sequence[bytes],
+    ) -> TxReceipt:
+        """Open the sealed verdict, with the Merkle proof of the validator's segment (start and end states)."""
+        return self.transact("revealVerdict", unit_id, accept, transcript_hash, salt, start_hash, end_hash,
+                             transcript_commit, list(proof))
+
+    # -- challenger ----------------------------------------------------------------------------
+
+    def challenge(self, unit_id: int, segment: int) -> TxReceipt:
+        """Dispute a verified unit's segment, posting the challenge bond."""
+        return self.transact("challenge", unit_id, segment)
+
+    # -- keepers: permissionless transitions ---------------------------------------------------
+
+    def timeout_claim(self, unit_id: int) -> TxReceipt:
+        return self.transact("timeoutClaim", unit_id)
+
+    def draw_validators(self, unit_id: int) -> TxReceipt:
+        return self.transact("drawValidators", unit_id)
+
+    def close_verdicts(self, unit_id: int) -> TxReceipt:
+        return self.transact("closeVerdicts", unit_id)
+
+    def finalize(self, unit_id: int) -> TxReceipt:
+        return self.transact("finalize", unit_id)
+
+    # -- money ---------------------------------------------------------------------------------
+
+    def claim_credit(self) -> TxReceipt:
+        """Withdraw all the caller's credit."""
+        return self.transact("claimCredit")
+
+    # -- views ---------------------------------------------------------------------------------
+
+    def params(self, *, block: Block = "latest") -> PoolParams:
+        return PoolParams.from_abi(self.call("params", block=block))
+
+    def get_unit(self, unit_id: int, *, block: Block = "latest") -> Unit:
+        """The unit as stored; an unknown id reads as status `NONE`."""
+        return Unit.from_abi(self.call("getUnit", unit_id, block=block), unit_id)
+
+    def job_state(self, job_id: int, *, block: Block = "latest") -> JobState:
+        """An unknown id reads as status `NONE`."""
+        return JobState.from_abi(self.call("jobState", job_id, block=block))
+
+    def claim_score(self, node: str, unit_id: int, *, block: Block = "latest") -> ClaimScore:
+        return ClaimScore.from_abi(self.call("claimScore", node, unit_id, block=block))
+
+    def num_segments(self, unit_id: int, *, block: Block = "latest") -> int:
+        return int(self.call("numSegments", unit_id, block=block))
+
+    def credit(self, account: str, *, block: Block = "latest") -> int:
+        return int(self.call("credit", account, block=block))
+
+    def total_escrow(self, *, block: Block = "latest") -> int:
+        return int(self.call("totalEscrow", block=block))
+
+    def total_bonds(self, *, block: Block = "latest") -> int:
+        """Challenger bonds held."""
+        return int(self.call("totalBonds", block=block))
+
+    def total_credit(self, *, block: Block = "latest") -> int:
+        return int(self.call("totalCredit", block=block))
+
+    def next_job_id(self, *, block: Block = "latest") -> int:
+        return int(self.call("nextJobId", block=block))
+
+    def next_unit_id(self, *, block: Block = "latest") -> int:
+        return int(self.call("nextUnitId", block=block))
+
+    def longest_exposure(self, *, block: Block = "latest") -> int:
+        """Seconds a solver's collateral can stay at risk: the registry's unbonding delay must exceed it."""
+        return int(self.call("longestExposure", block=block))
