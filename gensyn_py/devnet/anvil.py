@@ -44,14 +44,21 @@ def find_anvil(root: Path = PROJECT_ROOT) -> Path:
     raise ToolchainError("anvil not found: run `npm ci` to install @foundry-rs/anvil (make setup does)")
 
 
-def stop_process_group(pid: int, timeout: float = 10.0) -> None:
-    """SIGTERM a process group led by `pid`; SIGKILL it if anything is left after `timeout`."""
+def stop_process_group(pid: int, timeout: float = 10.0, leader: subprocess.Popen[bytes] | None = None) -> None:
+    """SIGTERM a process group led by `pid`; SIGKILL it if anything is left after `timeout`.
+
+    Pass `leader` when the group's leader is this process's own child: it is reaped while
+    polling, because an exited but unreaped leader (a zombie) still counts as a member of
+    its group and would otherwise hold every stop to the full timeout and a SIGKILL.
+    """
     try:
         os.killpg(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if leader is not None:
+            leader.poll()
         try:
             os.killpg(pid, 0)
         except ProcessLookupError:
@@ -134,7 +141,7 @@ class AnvilNode:
         """
         if self.process is None or self.process.poll() is not None:
             return
-        stop_process_group(self.process.pid, timeout)
+        stop_process_group(self.process.pid, timeout, leader=self.process)
         self.process.wait(timeout=timeout)
 
     def __enter__(self) -> AnvilNode:

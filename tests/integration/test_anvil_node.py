@@ -2,22 +2,43 @@
 
 from __future__ import annotations
 
-import subprocess
+import itertools
 from pathlib import Path
 
 from gensyn_py.devnet.anvil import AnvilNode, rpc_ready
 
 
+def _command_lines() -> list[list[str]]:
+    """Every process's full argv, read from /proc/<pid>/cmdline (`ps` cuts lines at the terminal width)."""
+    lines = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "cmdline").read_bytes()
+        except OSError:  # it exited while we looked
+            continue
+        if raw:  # empty for kernel threads and zombies
+            lines.append([arg.decode(errors="replace") for arg in raw.rstrip(b"\0").split(b"\0")])
+    return lines
+
+
 def _processes_on(port: int) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
-    return [line for line in out.splitlines() if "anvil" in line and f"--port {port} " in line]
+    """anvil processes (the npm wrapper and the real binary) serving `port`."""
+    return [
+        " ".join(argv) for argv in _command_lines()
+        if any("anvil" in arg for arg in argv)
+        and any(a == "--port" and b == str(port) for a, b in itertools.pairwise(argv))
+    ]
 
 
 def test_stop_ends_the_wrapper_and_the_real_anvil_binary() -> None:
     node = AnvilNode().start()
-    assert rpc_ready(node.url)
-    assert _processes_on(node.port), "anvil should be running"
-    node.stop()
+    try:
+        assert rpc_ready(node.url)
+        assert _processes_on(node.port), "anvil should be running"
+    finally:
+        node.stop()
     assert not rpc_ready(node.url, timeout=0.5)
     assert _processes_on(node.port) == []
 

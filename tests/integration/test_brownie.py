@@ -1,7 +1,9 @@
 """brownie compiles the project and deploys it to a real anvil through scripts/deploy.py.
 
 brownie runs from its own virtualenv (.venv-brownie, made by scripts/setup_brownie.sh)
-because eth-brownie 1.22.2 pins hypothesis 6.27.3, older than the suite uses.
+because eth-brownie 1.22.2 pins hypothesis 6.27.3, older than the suite uses. It finds
+its compiler (the set-up script's wrapper over the pinned solcjs) through
+SOLCX_BINARY_PATH, as the README says, so nothing in ~/.solcx is needed or used.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from gensyn_py.devnet.anvil import AnvilNode
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-brownie"
+SOLCX_DIR = VENV / "solcx"
 pytestmark = [pytest.mark.brownie, pytest.mark.slow]
 
 
@@ -34,7 +37,8 @@ def _brownie(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
 @pytest.fixture(scope="module")
 def brownie_env() -> dict[str, str]:
     subprocess.run(["bash", str(ROOT / "scripts" / "setup_brownie.sh")], check=True, timeout=900)
-    return {**os.environ, "PATH": f"{VENV / 'bin'}:{os.environ['PATH']}"}
+    assert (SOLCX_DIR / "solc-v0.8.28").exists(), "scripts/setup_brownie.sh should write the solc wrapper"
+    return {**os.environ, "PATH": f"{VENV / 'bin'}:{os.environ['PATH']}", "SOLCX_BINARY_PATH": str(SOLCX_DIR)}
 
 
 @pytest.fixture

@@ -1,0 +1,60 @@
+"""The end-of-run leftover check (tests/conftest.py) sees what the tests started, and only that."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from tests.conftest import SESSION_MARKER, leftover_processes, processes_with_marker
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_finds_a_live_child_with_the_marker_and_forgets_it_once_killed() -> None:
+    value = uuid.uuid4().hex  # not the session's own, so the session check never counts this child
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()", "leftover-probe"],
+        env={**os.environ, SESSION_MARKER: value}, stdin=subprocess.PIPE,
+    )
+    try:
+        found = leftover_processes(value, grace=0)
+        assert list(found) == [child.pid]
+        assert found[child.pid].endswith("leftover-probe"), found  # the full command line
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    assert leftover_processes(value, grace=0) == {}
+
+
+def test_a_straggler_that_exits_within_the_grace_is_not_reported() -> None:
+    value = uuid.uuid4().hex
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(0.5)"], env={**os.environ, SESSION_MARKER: value}
+    )
+    try:
+        assert child.pid in processes_with_marker(value)
+        # The child is ours, so it stays a zombie (skipped) until reaped; the grace outlasts its 0.5 s.
+        assert leftover_processes(value, grace=10) == {}
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+
+
+def test_ignores_the_current_process_and_its_ancestors() -> None:
+    """A process carrying the marker, and its parent carrying it too, never report themselves."""
+    value = uuid.uuid4().hex
+    probe = (
+        "import json; from tests.conftest import processes_with_marker; "
+        f"print(json.dumps(processes_with_marker({value!r})))"
+    )
+    parent = f"import subprocess, sys; sys.exit(subprocess.run([sys.executable, '-c', {probe!r}]).returncode)"
+    out = subprocess.run(
+        [sys.executable, "-c", parent], cwd=ROOT, env={**os.environ, SESSION_MARKER: value},
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    assert json.loads(out.stdout) == {}
+    assert processes_with_marker(value) == {}
