@@ -14,27 +14,20 @@ import datetime as dt
 import statistics
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from web3 import Web3
 
-from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.sim.localnet import E18, LocalNetwork, wait_until
-from gensyn_py.types import JobStatus
+from gensyn_py.sim.localnet import LocalNetwork
+from gensyn_py.sim.market import STANDARD_NODES, NodeSpec
+from gensyn_py.sim.market import Market as SimMarket
 
 Report = Callable[[str], None]
 
-# name, role, dev key index, extra args, stake: validators hold enough stake to be bonded on every unit of a burst
-NODES: list[tuple[str, str, int, tuple[str, ...], int]] = [
-    ("solver-1", "solver", 2, ("--price", "5"), 1_000),
-    ("solver-2", "solver", 3, ("--price", "5"), 1_000),
-    ("validator-1", "validator", 4, (), 3_000),
-    ("validator-2", "validator", 5, (), 3_000),
-    ("challenger", "challenger", 6, ("--audit-fraction", "0.3"), 1_000),
-]
-REQUESTER_KEY = 1
+# Validators hold enough stake to be bonded on every unit of a burst.
+NODES = tuple(replace(n, stake=3_000) if n.role == "validator" else n for n in STANDARD_NODES)
 
 
 class BlockClock:
@@ -90,82 +83,24 @@ class LogRecord:
     fields: dict[str, Any]
 
 
-@dataclass
-class Market:
-    """The five daemons of the demo market, a requester with a standing allowance, and helpers to watch them."""
+class Market(SimMarket):
+    """The shared market harness (`sim/market.py`) with a standing allowance, plus what the bench watches."""
 
-    net: LocalNetwork
-    report: Report
-    actors: dict[str, str] = field(default_factory=dict)  # node name -> address
-    _requester: Any = None
-
-    @property
-    def protocol(self) -> ProtocolContracts:
-        assert self.net.protocol is not None, "start the network first"
-        return self.net.protocol
+    def __init__(self, net: LocalNetwork, report: Report) -> None:
+        super().__init__(net, requester_tokens=100_000, standing_allowance=True)
+        self.report = report
 
     @property
     def from_block(self) -> int:
         return int(self.protocol.deployment.get("block", 0))
 
-    def start_nodes(self, timeout: float = 180) -> None:
-        for name, role, key, extra, stake in NODES:
-            node = self.net.add_node(name, role, key, *extra, tokens=stake + 1_000, stake=stake)
-            self.actors[name] = str(node.account.address)
-        registry = self.protocol.registry()
+    def start_nodes(self, nodes: Sequence[NodeSpec] = NODES, timeout: float = 180) -> None:
+        super().start_nodes(nodes, timeout)
 
-        def registered() -> bool:
-            return all(registry.bonded_of(self.actors[n]) > 0 for n, *_ in NODES)
-
-        wait_until(registered, timeout, "the daemons to register and stake", every=0.5, on_wait=self.check_alive)
-
-    @property
-    def requester(self) -> Any:
-        """A requester for dev key 1, funded, with an unlimited allowance so a submission sends one tx."""
-        if self._requester is None:
-            from gensyn_py.requester.session import Requester
-            from gensyn_py.storage.factory import open_store
-
-            account = self.net.account(REQUESTER_KEY)
-            self.net.fund(account.address, 100_000)
-            self._requester = Requester(self.protocol, open_store(self.net.store_spec), account)
-            self._requester.token.approve(self._requester.pool.address, 2**256 - 1)
-        return self._requester
-
-    def put_dataset(self, ds: Any) -> dict[str, Any]:
-        from gensyn_py.train.data import dataset_entry
-
-        data = ds.to_bytes()
-        self.requester.store.put(data)
-        return dict(dataset_entry(ds, data))
-
-    def submit(self, spec: dict[str, Any], commit_window: int = 300) -> tuple[int, float]:
+    def submit_timed(self, spec: dict[str, Any], commit_window: int = 300) -> tuple[int, float]:
         """Submit a job spec; (job id, wall time just before the submission began)."""
-        from gensyn_py.requester.pricing import Offer
-        from gensyn_py.requester.submit import submit_job
-        from gensyn_py.train.spec import parse_spec
-
-        parsed = parse_spec(spec)
         started = time.time()
-        result = submit_job(self.requester, parsed, Offer(10 * E18, 100 * E18, commit_window))
-        return result.job_id, started
-
-    def completed(self, job_ids: list[int]) -> bool:
-        from gensyn_py.chain.view import ChainView
-
-        view = ChainView(self.protocol)
-        return all(view.job_state(j).status is JobStatus.COMPLETED for j in job_ids)
-
-    def wait_completed(self, job_ids: list[int], timeout: float, every: float = 0.5) -> None:
-        pending = set(job_ids)
-
-        def done() -> bool:
-            for j in sorted(pending):
-                if self.completed([j]):
-                    pending.discard(j)
-            return not pending
-
-        wait_until(done, timeout, f"job(s) {sorted(pending)} to complete", every=every, on_wait=self.check_alive)
+        return self.submit(spec, commit_window).job_id, started
 
     # -- chain events and daemon logs --------------------------------------------------------
 
@@ -193,11 +128,6 @@ class Market:
     def name_of(self, address: str) -> str:
         names = {a.lower(): n for n, a in self.actors.items()}
         return names.get(address.lower(), address)
-
-    def check_alive(self) -> None:
-        for name, node in self.net.nodes.items():
-            if node.process is not None and node.process.poll() is not None:
-                raise RuntimeError(f"{name} exited with code {node.process.returncode}; see {node.log_path}")
 
     def trouble(self, last: int = 8) -> list[str]:
         """The last warning/error records of each daemon and any exit codes: what to show when a run fails."""

@@ -213,9 +213,9 @@ def compute_seconds(records: list[LogRecord], units: set[int]) -> dict[str, floa
 
 
 def overhead_job(market: Market, clock: BlockClock, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
-    job, t0 = market.submit(spec)
+    job, t0 = market.submit_timed(spec)
     report(f"overhead job {job} submitted: 1 x {spec['shards']}, {spec['steps_per_unit']} steps per unit")
-    market.wait_completed([job], timeout)
+    market.wait_jobs([job], timeout)
     done = market.pool_logs("JobCompleted", jobId=job)[-1]
     wall = landed(market, clock, int(done["blockNumber"])) - t0
     units = {int(e["args"]["unitId"]) for e in market.pool_logs("UnitOpened", jobId=job)}
@@ -230,14 +230,14 @@ def overhead_job(market: Market, clock: BlockClock, spec: dict[str, Any], timeou
 
 def burst(market: Market, clock: BlockClock, dataset: dict[str, Any], n: int, steps: int,
           timeout: float) -> dict[str, Any]:
-    from gensyn_py.sim.demo import job_spec_dict
+    from gensyn_py.sim.market import digits_job_spec as job_spec_dict
 
     submitted: list[tuple[int, float]] = []
     for i in range(n):
-        submitted.append(market.submit(job_spec_dict(dataset, 1, 1, steps, seed=1000 + i)))
+        submitted.append(market.submit_timed(job_spec_dict(dataset, 1, 1, steps, seed=1000 + i)))
     first = submitted[0][1]
     report(f"burst: {n} jobs of 1 x 1, {steps} steps, submitted in {time.time() - first:.1f}s")
-    market.wait_completed([j for j, _ in submitted], timeout)
+    market.wait_jobs([j for j, _ in submitted], timeout)
     ends = {j: landed(market, clock, int(market.pool_logs("JobCompleted", jobId=j)[-1]["blockNumber"]))
             for j, _ in submitted}
     span = max(ends.values()) - first
@@ -254,8 +254,8 @@ def burst(market: Market, clock: BlockClock, dataset: dict[str, Any], n: int, st
 
 
 def run(shape: Shape, workdir: Path, mode: str) -> dict[str, Any]:
-    from gensyn_py.sim.demo import job_spec_dict
     from gensyn_py.sim.localnet import LOCAL_PARAMS
+    from gensyn_py.sim.market import digits_job_spec as job_spec_dict
     from gensyn_py.train.data import dataset_entry, digits
 
     train, _ = digits(image=False)
@@ -274,8 +274,8 @@ def run(shape: Shape, workdir: Path, mode: str) -> dict[str, Any]:
             market.start_nodes()
             market.put_dataset(train)
             report("warm-up job (1 x 1, 20 steps)")
-            warm, _ = market.submit(job_spec_dict(dict(entry), 1, 1, 20, seed=5))
-            market.wait_completed([warm], 120)
+            warm, _ = market.submit_timed(job_spec_dict(dict(entry), 1, 1, 20, seed=5))
+            market.wait_jobs([warm], 120)
             from_block = int(net.w3.eth.block_number) + 1
             note_load("overhead_job")
             job = overhead_job(market, clock, spec, timeout=600)

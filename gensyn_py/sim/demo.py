@@ -16,46 +16,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.chain.view import ChainView
 from gensyn_py.sim.accounting import Holding, gas_by_sender, holdings, slashes
 from gensyn_py.sim.localnet import E18, LocalNetwork, wait_until
-from gensyn_py.types import ROLE_SOLVER, JobStatus, Unit, UnitStatus
+from gensyn_py.sim.market import STANDARD_NODES, Market, digits_job_spec
+from gensyn_py.types import ROLE_SOLVER, Unit, UnitStatus
 
 Report = Callable[[str], None]
 
-NODES = [  # name, role, dev key index, extra args
-    ("solver-1", "solver", 2, ("--price", "5")),
-    ("solver-2", "solver", 3, ("--price", "5")),
-    ("validator-1", "validator", 4, ()),
-    ("validator-2", "validator", 5, ()),
-    ("challenger", "challenger", 6, ("--audit-fraction", "0.3")),
-]
-REQUESTER_KEY = 1
 ACCURACY_TARGET = 0.90
-
-
-def job_spec_dict(dataset: dict[str, Any], rounds: int, shards: int, steps: int, seed: int) -> dict[str, Any]:
-    """The demo's digits MLP; per unit `steps` SGD steps, a checkpoint every 20."""
-    return {
-        "version": 1,
-        "model": {"family": "mlp", "sizes": {"hidden": 64}},
-        "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 0.0001},
-        "schedule": {"kind": "cosine", "warmup_steps": 10},
-        "batch_size": 32,
-        "steps_per_unit": steps,
-        "checkpoint_interval": 20,
-        "seed": seed,
-        "rounds": rounds,
-        "shards": shards,
-        "mode": "exact",
-        "threads": 1,
-        "hardware": {"device_class": "cpu", "min_memory_mb": 64},
-        "dataset": dataset,
-    }
 
 
 @dataclass
@@ -77,17 +49,17 @@ class DemoMarket:
         self.net = net
         self.report = report
         self.result = DemoResult()
-        self.actors: dict[str, str] = {}
+        self.market = Market(net, requester_tokens=10_000)
+        self.actors: dict[str, str] = {}  # the requester, then the nodes: name -> address
         self._seen: dict[int, UnitStatus] = {}
 
     @property
     def protocol(self) -> ProtocolContracts:
-        assert self.net.protocol is not None, "start the network first"
-        return self.net.protocol
+        return self.market.protocol
 
-    @cached_property
+    @property
     def view(self) -> ChainView:
-        return ChainView(self.protocol)
+        return self.market.view
 
     # -- the play ----------------------------------------------------------------------------
 
@@ -109,21 +81,12 @@ class DemoMarket:
 
     def start_nodes(self) -> None:
         self.report("starting 2 solvers, 2 validators and 1 challenger as separate processes")
-        for name, role, key, extra in NODES:
-            node = self.net.add_node(name, role, key, *extra)
-            self.actors[name] = str(node.account.address)
-        requester = self.net.account(REQUESTER_KEY)
-        self.net.fund(requester.address, 10_000)
-        self.actors = {"requester": str(requester.address), **self.actors}
+        self.market.start_nodes(STANDARD_NODES)
+        self.actors = {"requester": self.market.requester.address, **self.market.actors}
         registry = self.protocol.registry()
-
-        def registered() -> bool:
-            return all(registry.bonded_of(self.actors[n]) > 0 for n, *_ in NODES)
-
-        wait_until(registered, 120, "the daemons to register and stake", on_wait=self.net.check_alive)
-        for name, *_ in NODES:
-            hw = registry.hardware_of(self.actors[name])
-            self.report(f"  {name:<12} {self.actors[name]} registered, stake 1,000, "
+        for n in STANDARD_NODES:
+            hw = registry.hardware_of(self.actors[n.name])
+            self.report(f"  {n.name:<12} {self.actors[n.name]} registered, stake {n.stake:,}, "
                         f"{hw.throughput / 1000:.1f} GFLOP/s declared")
 
     def honest_job(self) -> tuple[float, int]:
@@ -171,37 +134,24 @@ class DemoMarket:
     def refund(self) -> None:
         """The requester withdraws what its jobs did not spend (declared prices under its maximum)."""
         from gensyn_py.requester.cancel import claim_credit
-        from gensyn_py.requester.session import Requester
-        from gensyn_py.storage.factory import open_store
 
-        requester = Requester(self.protocol, open_store(self.net.store_spec), self.net.account(REQUESTER_KEY))
-        amount = claim_credit(requester)
+        amount = claim_credit(self.market.requester)
         self.report(f"requester withdrew {amount / E18:,.2f} tokens of unspent budget")
 
     def submit(self, train: Any, rounds: int, shards: int, steps: int, seed: int) -> int:
-        from gensyn_py.requester.pricing import Offer
-        from gensyn_py.requester.session import Requester
-        from gensyn_py.requester.submit import submit_job
-        from gensyn_py.storage.factory import open_store
-        from gensyn_py.train.data import dataset_entry
-        from gensyn_py.train.spec import parse_spec
-
-        store = open_store(self.net.store_spec)
-        data = train.to_bytes()
-        store.put(data)
-        spec = job_spec_dict(dataset_entry(train, data), rounds, shards, steps, seed)
-        requester = Requester(self.protocol, store, self.net.account(REQUESTER_KEY))
-        submitted = submit_job(requester, parse_spec(spec), Offer(10 * E18, 100 * E18, 120))
+        spec = digits_job_spec(self.market.put_dataset(train), rounds, shards, steps, seed)
+        submitted = self.market.submit(spec)
         self.report(f"requester submitted job {submitted.job_id}: {rounds} round(s) x {shards} shard(s), "
                     f"{steps} steps per unit, {submitted.escrow / E18:,.0f} tokens escrowed")
         return submitted.job_id
 
     def follow(self, job: int, timeout: float) -> None:
-        def complete() -> bool:
+        def show_and_check() -> None:
             self._show(job)
-            return self.view.job_state(job).status is JobStatus.COMPLETED
+            self.net.check_alive()
 
-        wait_until(complete, timeout, f"job {job} to complete", every=0.5, on_wait=self.net.check_alive)
+        self._show(job)
+        self.market.wait_jobs([job], timeout, on_wait=show_and_check)
 
     def download(self, job: int) -> dict[str, Any]:
         from gensyn_py.proof.content import JobContent

@@ -69,9 +69,9 @@ class WalkthroughResult:
 
 def demo_spec_dict(dataset: dict[str, Any]) -> dict[str, Any]:
     """A small MLP on the bundled digits: 1 round x 1 shard, 200 steps, 10 checkpoint segments."""
-    from gensyn_py.sim.demo import job_spec_dict
+    from gensyn_py.sim.market import digits_job_spec
 
-    return job_spec_dict(dataset, rounds=1, shards=1, steps=200, seed=2026)
+    return digits_job_spec(dataset, rounds=1, shards=1, steps=200, seed=2026)
 
 
 class Walkthrough:

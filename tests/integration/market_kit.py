@@ -7,17 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.chain.view import ChainView
-from gensyn_py.requester.pricing import Offer
-from gensyn_py.requester.session import Requester
-from gensyn_py.requester.submit import submit_job
 from gensyn_py.sim import accounting
-from gensyn_py.sim.demo import job_spec_dict
-from gensyn_py.sim.localnet import E18, LOCAL_PARAMS, LocalNetwork, wait_until
-from gensyn_py.storage.factory import open_store
-from gensyn_py.train.data import dataset_entry, digits
-from gensyn_py.train.spec import parse_spec
-from gensyn_py.types import JobStatus
+from gensyn_py.sim.localnet import LOCAL_PARAMS, LocalNetwork, wait_until
+from gensyn_py.sim.market import Market, NodeSpec, digits_job_spec
+from gensyn_py.train.data import digits
 
 # Shorter windows than the demo's: tests wait on reveal deadlines and challenge windows.
 TEST_PARAMS = {**LOCAL_PARAMS, "claimWindow": 2, "verdictCommitWindow": 12, "revealWindow": 10,
@@ -30,12 +23,8 @@ POOL_ACTIONS = ("claim", "commit", "commitVerdict", "revealVerdict", "challenge"
 def start_market(workdir: Path, store: str | None = None, nodes: dict[str, tuple[str, int]] | None = None,
                  **params: int) -> LocalNetwork:
     net = LocalNetwork(workdir, params={**TEST_PARAMS, **params}, store=store).start()
-    for name, (role, key) in (nodes or NODES).items():
-        net.add_node(name, role, key)
-    registry = protocol(net).registry()
-    names = list(net.nodes)
-    wait_until(lambda: all(registry.bonded_of(net.nodes[n].account.address) > 0 for n in names),
-               120, "daemons to register and stake", on_wait=net.check_alive)
+    cast = [NodeSpec(name, role, key) for name, (role, key) in (nodes or NODES).items()]
+    Market(net).start_nodes(cast)
     net.fund(net.account(1).address, 100_000)
     return net
 
@@ -47,19 +36,13 @@ def protocol(net: LocalNetwork) -> ProtocolContracts:
 
 def submit(net: LocalNetwork, rounds: int = 1, shards: int = 1, steps: int = 100, seed: int = 1,
            commit_window: int = 60) -> int:
+    market = Market(net, requester_tokens=0)  # start_market funded the requester
     train, _ = digits(image=False)
-    store = open_store(net.store_spec)
-    data = train.to_bytes()
-    store.put(data)
-    spec = parse_spec(job_spec_dict(dataset_entry(train, data), rounds, shards, steps, seed))
-    requester = Requester(protocol(net), store, net.account(1))
-    return submit_job(requester, spec, Offer(10 * E18, 100 * E18, commit_window)).job_id
+    return market.submit(digits_job_spec(market.put_dataset(train), rounds, shards, steps, seed), commit_window).job_id
 
 
 def wait_job(net: LocalNetwork, job: int, timeout: float = 180) -> None:
-    view = ChainView(protocol(net))
-    wait_until(lambda: view.job_state(job).status is JobStatus.COMPLETED, timeout, f"job {job} to complete",
-               every=0.5, on_wait=net.check_alive)
+    Market(net).wait_jobs([job], timeout)
 
 
 def wait_log(net: LocalNetwork, name: str, event: str, timeout: float = 120, after: int = 0,
