@@ -15,7 +15,7 @@ from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.errors import ChainError
 from gensyn_py.types import JobState, Unit, UnitStatus
 
-__all__ = ["ChainView", "Commitment", "JobInfo", "JobState", "Unit", "UnitInfo"]
+__all__ = ["ChainView", "Commitment", "JobInfo", "JobState", "Unit"]
 
 
 @dataclass(frozen=True)
@@ -28,10 +28,6 @@ class JobInfo:
     spec_cid: str
     budget: int
     block: int
-
-
-# The old name of the `getUnit` mirror, still imported by proof/ and sim/dishonest.py.
-UnitInfo = Unit
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from gensyn_py.types import DEVICE_CLASSES
+from gensyn_py.types import DEVICE_CLASSES, Hardware
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,10 @@ class HardwareProfile:
     throughput_mflops: int
     price_per_unit: int = 0  # wei a solver asks per unit (0 for validators and challengers)
 
-    def as_tuple(self) -> tuple[int, int, int, int]:
-        """The registry's `Hardware` struct."""
-        return (DEVICE_CLASSES[self.device_class], self.memory_mb, self.throughput_mflops, self.price_per_unit)
+    def declared(self) -> Hardware:
+        """What the node declares to the registry (its `Hardware` struct)."""
+        return Hardware(device_class=DEVICE_CLASSES[self.device_class], memory_mb=self.memory_mb,
+                        throughput=self.throughput_mflops, price_per_unit=self.price_per_unit)
 
     def describe(self) -> str:
         return f"{self.device_class}, {self.memory_mb} MiB, {self.throughput_mflops / 1000:.1f} GFLOP/s"

@@ -30,7 +30,7 @@ from gensyn_py.node.metrics import DaemonMetrics
 from gensyn_py.node.state import DaemonState
 from gensyn_py.proof.content import JobContent
 from gensyn_py.storage.base import ContentStore
-from gensyn_py.types import DEVICE_CLASSES, Hardware, Unit, UnitStatus
+from gensyn_py.types import Unit, UnitStatus
 
 E18 = 10**18
 
@@ -90,7 +90,7 @@ class NodeDaemon(Daemon):
         """Register with this role and the measured hardware, approve, and stake up to the target."""
         hw = self.config.hardware
         if self.registry.roles_of(self.address) == 0:
-            self.once(("register",), lambda: self.registry.register(self.role_bits, declared(hw)),
+            self.once(("register",), lambda: self.registry.register(self.role_bits, hw.declared()),
                       already_done=lambda: self.registry.roles_of(self.address) != 0)
             self.log.info("node.registered", roles=self.role_bits, hardware=hw.describe())
         for spender in (self.registry.address, self.pool.address):
@@ -183,12 +183,6 @@ class NodeDaemon(Daemon):
 
     def units(self, ids: Iterable[int]) -> list[Unit]:
         return [self.view.unit(i) for i in ids]
-
-
-def declared(hw: HardwareProfile) -> Hardware:
-    """The registry's `Hardware` for a measured profile."""
-    return Hardware(device_class=DEVICE_CLASSES[hw.device_class], memory_mb=hw.memory_mb,
-                    throughput=hw.throughput_mflops, price_per_unit=hw.price_per_unit)
 
 
 def warm_up() -> None:

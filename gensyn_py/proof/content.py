@@ -18,13 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gensyn_py.chain.view import ChainView, UnitInfo
+from gensyn_py.chain.view import ChainView
 from gensyn_py.crypto.hashing import sha256
 from gensyn_py.errors import SpecError, VerificationError
 from gensyn_py.proof.aggregation_unit import UnitResult, load_weights
 from gensyn_py.proof.commitment import Manifest
 from gensyn_py.proof.replay import fetch_manifest
-from gensyn_py.types import UnitStatus
+from gensyn_py.types import Unit, UnitStatus
 
 if TYPE_CHECKING:
     import torch
@@ -67,7 +67,7 @@ class JobContent:
             self._manifests[cid] = fetch_manifest(self.store, cid, self.timeout)
         return self._manifests[cid]
 
-    def result(self, unit: UnitInfo) -> UnitResult:
+    def result(self, unit: Unit) -> UnitResult:
         """The unit's committed result (its last checkpoint), checked against the chain."""
         c = self.view.commitment(unit.unit_id)
         if c is None:
@@ -84,7 +84,7 @@ class JobContent:
             raise VerificationError(f"job {job_id} round {round_} is not final yet")
         return [self.result(u) for u in training]
 
-    def model_of(self, unit: UnitInfo) -> dict[str, torch.Tensor]:
+    def model_of(self, unit: Unit) -> dict[str, torch.Tensor]:
         """The model weights a unit produced, verified against its on-chain final state hash."""
         r = self.result(unit)
         data = self.store.get(r.cid, self.timeout)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from gensyn_py.chain.view import UnitInfo
 from gensyn_py.errors import VerificationError
 from gensyn_py.proof.aggregation_unit import verify_aggregation
 from gensyn_py.proof.content import JobContent
 from gensyn_py.proof.replay import UnitRef, Verdict, replay_segment
+from gensyn_py.types import Unit
 
 
-def check_segment(content: JobContent, unit: UnitInfo, segment: int, device: str | None = None) -> Verdict:
+def check_segment(content: JobContent, unit: Unit, segment: int, device: str | None = None) -> Verdict:
     """Replay (or, for an aggregation unit, recompute) `segment` of the unit's latest commitment.
 
     Solver faults (a missing manifest, a commitment its manifest does not

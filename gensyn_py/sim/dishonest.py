@@ -23,10 +23,10 @@ from gensyn_py.sim.cheats import CHEATS
 if TYPE_CHECKING:
     import torch
 
-    from gensyn_py.chain.view import UnitInfo
     from gensyn_py.proof.commitment import UnitCommitment
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
+    from gensyn_py.types import Unit
 
 
 class CheatingSolver(SolverDaemon):
@@ -38,7 +38,7 @@ class CheatingSolver(SolverDaemon):
         super().__init__(config, records_dir, device)
         self.cheat = cheat
 
-    def train_unit(self, unit: UnitInfo, epoch: int, spec: JobSpec, dataset: Dataset,
+    def train_unit(self, unit: Unit, epoch: int, spec: JobSpec, dataset: Dataset,
                    weights: Mapping[str, torch.Tensor] | None) -> UnitCommitment:
         self.log.warning("unit.cheating", unit=unit.unit_id, cheat=self.cheat)
         return CHEATS[self.cheat](spec, dataset, self.store, unit.job_id, unit.round, unit.shard)
@@ -47,5 +47,5 @@ class CheatingSolver(SolverDaemon):
 class LazyValidator(ValidatorDaemon):
     """Accepts every segment and votes "honest" on every dispute without replaying anything."""
 
-    def replay(self, unit: UnitInfo, segment: int) -> Verdict:
+    def replay(self, unit: Unit, segment: int) -> Verdict:
         return Verdict(True, segment, secrets.token_bytes(32), "accepted without replaying")
