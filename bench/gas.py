@@ -7,6 +7,8 @@ Prints a per-action table, then ONE JSON line (last) with:
   job_4x4_gas         4 rounds x 4 shards job (16 training + 4 aggregation units), submitJob until every unit is
                       final (claimCredit not included)
   gas_by_action       gas per action of that first 1x1 lifecycle
+  taskpool_runtime_bytes  deployed (runtime) code size of TaskPool, read from the chain (limit 24,576;
+                      the linked libraries' code is not in it: their sizes are printed in the table)
 The 1x1 job is the first job on a fresh deployment (cold: first credit slot of every account); the same job
 played again is reported as unit_lifecycle_gas_warm.
 
@@ -107,6 +109,7 @@ def main() -> None:
         p = GasProtocol(w3, accounts, artifacts)
         p.standard_cast()
         requester, solver, keeper = accounts[1], accounts[2], accounts[9]
+        runtime_bytes = len(w3.eth.get_code(p.pool.address))
 
         # first job on a fresh deployment: pays first-use costs (first credit slot of each account, ...)
         start = len(p.log)
@@ -131,7 +134,8 @@ def main() -> None:
     print(f"{'total':<20}{unit_gas:>12,}")
     print(f"{'same job, warm':<20}{warm_gas:>12,}")
     print(f"4x4 job ({units_4x4} units incl. 4 aggregation units): {job_4x4:,} gas, {job_4x4 // units_4x4:,} per unit")
-    for name in ("TaskPool", "NodeRegistry", "DisputeCommittee"):
+    print(f"TaskPool runtime code on chain: {runtime_bytes:,} bytes (limit 24,576)")
+    for name in ("TaskPool", "Units", "Disputes", "NodeRegistry", "DisputeCommittee"):
         if name in sizes:
             print(f"{name} deployed bytecode: {sizes[name]:,} bytes (limit 24,576)")
     print(f"runtime {time.time() - t0:.1f}s")
@@ -140,6 +144,7 @@ def main() -> None:
         "unit_lifecycle_gas_warm": warm_gas,
         "job_4x4_gas": job_4x4,
         "gas_by_action": by_action,
+        "taskpool_runtime_bytes": runtime_bytes,
         "note": "claimCredit not included",
     }
     print(json.dumps(out))

@@ -6,25 +6,11 @@ import {IDisputeResolver} from "./interfaces/IDisputeResolver.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {ITaskPool} from "./interfaces/ITaskPool.sol";
 import {Outcome} from "./types/Types.sol";
+import {Dispute} from "./types/Dispute.sol";
 
 /// @title DisputeCommittee: a random committee of staked validators replays the disputed segment and votes.
 /// @notice Stand-in for the on-chain bisection referee. Holds no tokens: TaskPool moves all money.
 contract DisputeCommittee is IDisputeResolver, Ownable {
-    struct Dispute {
-        uint256 unitId;
-        address solver;
-        address opener;
-        uint8 deviceClass;
-        bool drawn;
-        bool resolved;
-        uint64 openBlock;
-        uint64 deadline;
-        uint256 yesWeight;
-        uint256 noWeight;
-        uint256 votes;
-        address[] members;
-    }
-
     INodeRegistry public immutable registry;
     ITaskPool public taskPool;
     uint8 public immutable committeeSize;
@@ -47,7 +33,12 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
     }
 
     /// @inheritdoc IDisputeResolver
-    function openDispute(uint256 unitId, uint8 deviceClass, address solver, address opener) external returns (uint256 id) {
+    function openDispute(
+        uint256 unitId,
+        uint8 deviceClass,
+        address solver,
+        address opener
+    ) external returns (uint256 id) {
         if (msg.sender != address(taskPool)) revert NotTaskPool(msg.sender);
         id = nextDisputeId++;
         Dispute storage d = _disputes[id];
@@ -118,6 +109,8 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
             if (v == 0) registry.recordMissed(d.members[i]);
             else if (v == winning) winners[k++] = d.members[i];
         }
+        // Trim the array to the winners found.
+        // solhint-disable-next-line no-inline-assembly
         assembly {
             mstore(winners, k)
         }

@@ -134,7 +134,7 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         _lock(node, n, amount);
     }
 
-    /// @notice Lock `amount` if the node has that much free stake; returns whether it did (protocol only).
+    /// @inheritdoc INodeRegistry
     function tryLock(address node, uint256 amount) external onlyProtocol returns (bool) {
         Node storage n = _nodes[node];
         if (n.bonded - n.locked < amount) return false;
@@ -142,7 +142,7 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         return true;
     }
 
-    /// @notice `unlock` then `recordCompleted` in one call (protocol only; same events).
+    /// @inheritdoc INodeRegistry
     function unlockCompleted(address node, uint256 amount) external onlyProtocol {
         Node storage n = _nodes[node];
         _unlock(node, n, amount);
@@ -150,8 +150,10 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         emit ReputationUpdated(node, n.completed, n.missed, n.frauds);
     }
 
-    /// @notice Everything `TaskPool.claim` checks about a node, in one call.
-    function claimInfo(address node)
+    /// @inheritdoc INodeRegistry
+    function claimInfo(
+        address node
+    )
         external
         view
         returns (uint8 roles, bool jailed, Hardware memory hw, uint32 completed, uint32 missed, uint32 frauds)
@@ -160,27 +162,17 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         return (n.roles, n.jailed, n.hw, n.completed, n.missed, n.frauds);
     }
 
-    function _lock(address node, Node storage n, uint256 amount) internal {
-        uint128 locked = n.locked + uint128(amount); // amount <= free stake < 2^128
-        n.locked = locked;
-        emit Locked(node, amount, locked);
-    }
-
-    function _unlock(address node, Node storage n, uint256 amount) internal {
-        uint128 locked = n.locked;
-        uint128 u = amount < locked ? uint128(amount) : locked;
-        locked -= u;
-        n.locked = locked;
-        emit Unlocked(node, u, locked);
-    }
-
     /// @inheritdoc INodeRegistry
     function unlock(address node, uint256 amount) external onlyProtocol {
         _unlock(node, _nodes[node], amount);
     }
 
     /// @inheritdoc INodeRegistry
-    function slash(address node, uint256 amount, address to) external onlyProtocol nonReentrant returns (uint256 taken) {
+    function slash(
+        address node,
+        uint256 amount,
+        address to
+    ) external onlyProtocol nonReentrant returns (uint256 taken) {
         Node storage n = _nodes[node];
         uint256 fromBonded = amount < n.bonded ? amount : n.bonded;
         n.bonded -= uint128(fromBonded);
@@ -287,5 +279,19 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         set.pop();
         n.validatorSlot = 0;
         emit ValidatorSetLeft(node, dc);
+    }
+
+    function _lock(address node, Node storage n, uint256 amount) internal {
+        uint128 locked = n.locked + uint128(amount); // amount <= free stake < 2^128
+        n.locked = locked;
+        emit Locked(node, amount, locked);
+    }
+
+    function _unlock(address node, Node storage n, uint256 amount) internal {
+        uint128 locked = n.locked;
+        uint128 u = amount < locked ? uint128(amount) : locked;
+        locked -= u;
+        n.locked = locked;
+        emit Unlocked(node, u, locked);
     }
 }

@@ -13,9 +13,11 @@ from typing import Any
 
 from brownie import (
     DisputeCommittee,
+    Disputes,
     GensynToken,
     NodeRegistry,
     TaskPool,
+    Units,
     accounts,
     chain,
 )
@@ -30,6 +32,8 @@ def main() -> dict[str, Any]:
     p = DEFAULT_PARAMS
     token = GensynToken.deploy(deployer.address, tx)
     registry = NodeRegistry.deploy(token.address, p["unbondingDelay"], deployer.address, tx)
+    # TaskPool links these libraries; brownie links a library deployed earlier on the same network.
+    libraries = {"Units": Units.deploy(tx), "Disputes": Disputes.deploy(tx)}
     pool = TaskPool.deploy(token.address, registry.address, tuple(p[k] for k in POOL_FIELDS), deployer.address, tx)
     committee = DisputeCommittee.deploy(
         registry.address, p["committeeSize"], p["votingPeriod"], deployer.address, tx
@@ -45,6 +49,7 @@ def main() -> dict[str, Any]:
             "TaskPool": pool.address,
             "DisputeCommittee": committee.address,
         },
+        "libraries": {name: lib.address for name, lib in libraries.items()},
         "params": dict(p),
     }
     path = write_deployment(os.environ.get("GENSYN_DEPLOYMENTS_DIR", "deployments"), info)

@@ -24,16 +24,33 @@ interface IDisputeResolver {
     error AlreadyWired();
 
     /// @notice A dispute was opened.
-    event DisputeOpened(uint256 indexed disputeId, uint256 indexed unitId, address solver, address opener, uint64 deadline);
+    event DisputeOpened(
+        uint256 indexed disputeId,
+        uint256 indexed unitId,
+        address solver,
+        address opener,
+        uint64 deadline
+    );
     /// @notice The committee was drawn.
     event CommitteeDrawn(uint256 indexed disputeId, address[] members);
     /// @notice A committee member voted.
     event Voted(uint256 indexed disputeId, address indexed voter, bool solverHonest, uint256 weight);
     /// @notice The dispute was resolved (outcome as in `Outcome`).
-    event DisputeResolved(uint256 indexed disputeId, uint256 indexed unitId, uint8 outcome, uint256 yesWeight, uint256 noWeight);
+    event DisputeResolved(
+        uint256 indexed disputeId,
+        uint256 indexed unitId,
+        uint8 outcome,
+        uint256 yesWeight,
+        uint256 noWeight
+    );
 
     /// @notice Open a dispute over `unitId` (task pool only); returns its id.
-    function openDispute(uint256 unitId, uint8 deviceClass, address solver, address opener) external returns (uint256 disputeId);
+    function openDispute(
+        uint256 unitId,
+        uint8 deviceClass,
+        address solver,
+        address opener
+    ) external returns (uint256 disputeId);
     /// @notice Draw the committee from randomness fixed after opening; anyone may call.
     function drawCommittee(uint256 disputeId) external;
     /// @notice Vote whether the solver was honest (committee members, before the deadline).

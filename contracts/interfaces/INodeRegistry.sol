@@ -63,8 +63,12 @@ interface INodeRegistry {
 
     /// @notice Lock `amount` of `node`'s free stake (protocol only).
     function lock(address node, uint256 amount) external;
+    /// @notice Lock `amount` of `node`'s stake if that much is free; returns whether it did (protocol only).
+    function tryLock(address node, uint256 amount) external returns (bool);
     /// @notice Unlock up to `amount` of `node`'s locked stake (protocol only; saturating).
     function unlock(address node, uint256 amount) external;
+    /// @notice `unlock` then `recordCompleted` in one call (protocol only; same events).
+    function unlockCompleted(address node, uint256 amount) external;
     /// @notice Slash up to `amount` from `node` (bonded first, then unbonding) to `to`; returns what was taken.
     function slash(address node, uint256 amount, address to) external returns (uint256 taken);
     /// @notice Count a completed unit (protocol only).
@@ -95,6 +99,13 @@ interface INodeRegistry {
     function isJailed(address node) external view returns (bool);
     /// @notice Reputation counters.
     function reputationOf(address node) external view returns (uint32 completed, uint32 missed, uint32 frauds);
+    /// @notice Roles, jail flag, hardware and reputation of a node in one call (all `TaskPool.claim` checks).
+    function claimInfo(
+        address node
+    )
+        external
+        view
+        returns (uint8 roles, bool jailed, Hardware memory hw, uint32 completed, uint32 missed, uint32 frauds);
     /// @notice Number of validators in `deviceClass`.
     function validatorCount(uint8 deviceClass) external view returns (uint256);
     /// @notice Validator at `index` of `deviceClass`.

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-import {JobParams, Outcome} from "../types/Types.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {IDisputeResolver} from "./IDisputeResolver.sol";
+import {INodeRegistry} from "./INodeRegistry.sol";
+import {JobParams, JobStatus, Outcome} from "../types/Types.sol";
+import {Unit} from "../types/Pool.sol";
 
 /// @title TaskPool: job escrow, unit scheduling, verification, settlement and pull payments.
 interface ITaskPool {
@@ -63,7 +67,13 @@ interface ITaskPool {
     error NotWired();
 
     /// @notice A job was submitted and its budget escrowed.
-    event JobSubmitted(uint256 indexed jobId, address indexed requester, bytes32 specHash, string specCid, uint256 budget);
+    event JobSubmitted(
+        uint256 indexed jobId,
+        address indexed requester,
+        bytes32 specHash,
+        string specCid,
+        uint256 budget
+    );
     /// @notice A job was cancelled; `refund` was credited to the requester.
     event JobCancelled(uint256 indexed jobId, uint256 refund);
     /// @notice A job completed; `refund` (unspent budget) was credited to the requester.
@@ -79,7 +89,14 @@ interface ITaskPool {
     /// @notice Randomness was too old; it will be taken from a later block.
     event SeedRolled(uint256 indexed unitId, uint256 newBaseBlock);
     /// @notice Validators were drawn; validator i replays `segments[i]`.
-    event ValidatorsDrawn(uint256 indexed unitId, bytes32 seed, address[] validators, uint256[] segments, uint64 commitDeadline, uint64 revealDeadline);
+    event ValidatorsDrawn(
+        uint256 indexed unitId,
+        bytes32 seed,
+        address[] validators,
+        uint256[] segments,
+        uint64 commitDeadline,
+        uint64 revealDeadline
+    );
     /// @notice A validator committed its sealed verdict.
     event VerdictCommitted(uint256 indexed unitId, address indexed validator);
     /// @notice A validator revealed its verdict.
@@ -103,6 +120,8 @@ interface ITaskPool {
     /// @notice `account` withdrew its credit.
     event CreditClaimed(address indexed account, uint256 amount);
 
+    /// @notice Set the dispute resolver (owner, once).
+    function wire(address resolver_) external;
     /// @notice Submit a job, escrowing units * (maxPrice + validatorsPerUnit * validatorFee).
     function submitJob(JobParams calldata p) external returns (uint256 jobId);
     /// @notice Cancel a job: open and unopened units are refunded now; in-flight units finish or time out.
@@ -112,7 +131,12 @@ interface ITaskPool {
     /// @notice Reopen an assigned unit whose solver missed the commit deadline (anyone).
     function timeoutClaim(uint256 unitId) external;
     /// @notice Post the unit's commitment (solver, before the commit deadline).
-    function commit(uint256 unitId, bytes32 checkpointRoot, bytes32 finalStateHash, string calldata manifestCid) external;
+    function commit(
+        uint256 unitId,
+        bytes32 checkpointRoot,
+        bytes32 finalStateHash,
+        string calldata manifestCid
+    ) external;
     /// @notice Fix the seed and draw validators (anyone, from commitBlock + 2).
     function drawValidators(uint256 unitId) external;
     /// @notice Commit h = keccak256(abi.encode(unitId, validator, accept, transcriptHash, salt)).
@@ -139,6 +163,52 @@ interface ITaskPool {
     /// @notice Withdraw the caller's credit.
     function claimCredit() external;
 
+    /// @notice The stake token, also the currency of escrow, bonds and credit.
+    function token() external view returns (IERC20);
+    /// @notice The node registry (stake, locks, slashing, reputation).
+    function registry() external view returns (INodeRegistry);
+    /// @notice The dispute resolver (zero until `wire`).
+    function resolver() external view returns (IDisputeResolver);
+    /// @notice Longest time stake can be exposed after a unit's commit: verdicts + challenge + dispute.
+    function longestExposure() external view returns (uint64);
+    /// @notice The pool parameters, fixed at deployment (the fields of `PoolParams`, in order).
+    function params()
+        external
+        view
+        returns (
+            uint16 validatorsPerUnit,
+            uint16 livenessPenaltyBps,
+            uint16 committeeRewardBps,
+            uint64 claimWindow,
+            uint64 verdictCommitWindow,
+            uint64 revealWindow,
+            uint64 challengeWindow,
+            uint64 minCommitWindow,
+            uint128 validatorFee,
+            uint128 validatorBond,
+            uint128 challengeBond
+        );
+    /// @notice Id the next job will get.
+    function nextJobId() external view returns (uint256);
+    /// @notice Id the next unit will get.
+    function nextUnitId() external view returns (uint256);
+    /// @notice Compact job state (the spec itself is in the JobSubmitted event).
+    function jobState(
+        uint256 jobId
+    )
+        external
+        view
+        returns (address requester, JobStatus status, uint32 round, bool aggPhase, uint32 pending, uint256 escrow);
+    /// @notice Full unit state (validators, deadlines, seed, dispute).
+    function getUnit(uint256 unitId) external view returns (Unit memory);
+    /// @notice Number of checkpoint segments of the unit (1 for aggregation units).
+    function numSegments(uint256 unitId) external view returns (uint256);
+    /// @notice Claim score of `node` for `unitId` and the score currently required.
+    function claimScore(address node, uint256 unitId) external view returns (uint256 score, uint256 required);
+    /// @notice Verdict state of validator slot `i` of `unitId`: 0 none, 1 committed, 2 accept, 3 reject, 4 skipped.
+    function verdictState(uint256 unitId, uint256 i) external view returns (uint8);
+    /// @notice Sealed verdict of validator slot `i` of `unitId`.
+    function verdictCommits(uint256 unitId, uint256 i) external view returns (bytes32);
     /// @notice Escrow outstanding over all jobs.
     function totalEscrow() external view returns (uint256);
     /// @notice Challenger bonds held.

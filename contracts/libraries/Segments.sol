@@ -6,16 +6,24 @@ import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProo
 /// @title Segments: the commitment format shared with the Python side (do not change).
 library Segments {
     /// @notice Leaf j = keccak256(bytes.concat(keccak256(abi.encode(j, start, end, transcriptCommit)))).
-    function leaf(uint256 j, bytes32 startHash, bytes32 endHash, bytes32 transcriptCommit) internal pure returns (bytes32) {
+    function leaf(
+        uint256 j,
+        bytes32 startHash,
+        bytes32 endHash,
+        bytes32 transcriptCommit
+    ) internal pure returns (bytes32) {
         return keccak256(bytes.concat(keccak256(abi.encode(j, startHash, endHash, transcriptCommit))));
     }
 
     /// @notice Whether segment j's leaf is in `root` (OpenZeppelin commutative-keccak proof).
-    function verify(bytes32 root, uint256 j, bytes32 startHash, bytes32 endHash, bytes32 transcriptCommit, bytes32[] calldata proof)
-        internal
-        pure
-        returns (bool)
-    {
+    function verify(
+        bytes32 root,
+        uint256 j,
+        bytes32 startHash,
+        bytes32 endHash,
+        bytes32 transcriptCommit,
+        bytes32[] calldata proof
+    ) internal pure returns (bool) {
         return MerkleProof.verifyCalldata(proof, root, leaf(j, startHash, endHash, transcriptCommit));
     }
 
@@ -30,11 +38,13 @@ library Segments {
     }
 
     /// @notice The verdict commitment a validator posts before revealing.
-    function verdictHash(uint256 unitId, address validator, bool accept, bytes32 transcriptHash, bytes32 salt)
-        internal
-        pure
-        returns (bytes32)
-    {
+    function verdictHash(
+        uint256 unitId,
+        address validator,
+        bool accept,
+        bytes32 transcriptHash,
+        bytes32 salt
+    ) internal pure returns (bytes32) {
         return keccak256(abi.encode(unitId, validator, accept, transcriptHash, salt));
     }
 }

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
+// Test doubles: raw calls, assembly bubbling and string reverts are what they exercise.
+// solhint-disable avoid-low-level-calls, no-inline-assembly, gas-custom-errors
+
 /// @title HostileReceiver: a contract account (requester / solver) that forwards calls and tries to
 /// re-enter `reenterTarget` with `reenterData` whenever anything calls into it (tests only).
 contract HostileReceiver {
@@ -33,7 +36,7 @@ contract HostileReceiver {
     function _hostile() internal {
         ++callbacks;
         if (reenterTarget != address(0)) {
-            (bool ok,) = reenterTarget.call(reenterData);
+            (bool ok, ) = reenterTarget.call(reenterData);
             ok;
         }
     }

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
+// Test doubles: raw calls, assembly bubbling and string reverts are what they exercise.
+// solhint-disable avoid-low-level-calls, no-inline-assembly, gas-custom-errors
+
 import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
 
 /// @title HostileToken: an ERC-20 that calls back into a target during a transfer (tests only).

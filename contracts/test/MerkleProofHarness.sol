@@ -12,11 +12,12 @@ contract MerkleProofHarness {
     }
 
     /// @notice leaf_j = keccak256(keccak256(abi.encode(uint256 j, bytes32 start, bytes32 end, bytes32 commit))).
-    function leaf(uint256 j, bytes32 startStateHash, bytes32 endStateHash, bytes32 transcriptCommit_)
-        public
-        pure
-        returns (bytes32)
-    {
+    function leaf(
+        uint256 j,
+        bytes32 startStateHash,
+        bytes32 endStateHash,
+        bytes32 transcriptCommit_
+    ) public pure returns (bytes32) {
         return keccak256(bytes.concat(keccak256(abi.encode(j, startStateHash, endStateHash, transcriptCommit_))));
     }
 

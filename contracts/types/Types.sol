@@ -25,12 +25,31 @@ struct JobParams {
     uint64 commitWindow; // seconds a solver has between claim and commit
 }
 
-enum JobStatus { None, Active, Completed, Cancelled }
+enum JobStatus {
+    None,
+    Active,
+    Completed,
+    Cancelled
+}
 
-enum UnitStatus { None, Open, Assigned, Committed, Verified, Disputed, Final, Cancelled }
+enum UnitStatus {
+    None,
+    Open,
+    Assigned,
+    Committed,
+    Verified,
+    Disputed,
+    Final,
+    Cancelled
+}
 
 /// @notice Outcome reported by a dispute resolver.
-enum Outcome { None, SolverHonest, SolverFraud, NoQuorum }
+enum Outcome {
+    None,
+    SolverHonest,
+    SolverFraud,
+    NoQuorum
+}
 
 /// @notice Protocol parameters of a TaskPool (fixed at deployment).
 struct PoolParams {

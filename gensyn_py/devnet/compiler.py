@@ -30,7 +30,9 @@ SETTINGS: dict[str, Any] = {
     "optimizer": {"enabled": True, "runs": 200},
     "evmVersion": "cancun",
     "remappings": ["@openzeppelin/=node_modules/@openzeppelin/"],
-    "outputSelection": {"*": {"*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object"]}},
+    "outputSelection": {
+        "*": {"*": ["abi", "evm.bytecode.object", "evm.bytecode.linkReferences", "evm.deployedBytecode.object"]}
+    },
 }
 _IMPORT_RE = re.compile(r'^\s*import\s+(?:[^"\']*from\s+)?["\']([^"\']+)["\']', re.MULTILINE)
 
@@ -175,6 +177,8 @@ def compile_detailed(
                 "abi": data["abi"],
                 "bytecode": "0x" + data["evm"]["bytecode"]["object"],
                 "deployedBytecode": "0x" + data["evm"]["deployedBytecode"]["object"],
+                # where linked libraries' addresses go (gensyn_py.devnet.linking); {} for most contracts
+                "linkReferences": data["evm"]["bytecode"].get("linkReferences", {}),
                 "sourceName": source_name,
                 "sourceHash": hashlib.sha256(sources[source_name].encode()).hexdigest(),
             }

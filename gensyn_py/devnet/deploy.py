@@ -1,9 +1,10 @@
 """Deploy and wire the protocol contracts with plain web3.py.
 
-`deploy_protocol` deploys GensynToken, NodeRegistry, TaskPool and DisputeCommittee,
-wires them (TaskPool -> resolver, resolver -> TaskPool, registry authorizes both and
-checks its unbonding delay exceeds the longest exposure) and returns a deployment
-record. Defaults are small windows in seconds, friendly to tests on a local chain.
+`deploy_protocol` deploys GensynToken, NodeRegistry, TaskPool (after the libraries it
+links: `Units`, `Disputes`) and DisputeCommittee, wires them (TaskPool -> resolver,
+resolver -> TaskPool, registry authorizes both and checks its unbonding delay exceeds
+the longest exposure) and returns a deployment record. Defaults are small windows in
+seconds, friendly to tests on a local chain.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
 
+from gensyn_py.devnet.linking import deploy_order, link
 from gensyn_py.errors import TransactionError
 
 DEFAULT_PARAMS: dict[str, int] = {
@@ -66,8 +68,11 @@ def _send(w3: Web3, acct: LocalAccount, tx: dict[str, Any]) -> Any:
     return receipt
 
 
-def _deploy(w3: Web3, acct: LocalAccount, artifact: dict[str, Any], *args: Any) -> str:
-    factory = w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
+def _deploy(
+    w3: Web3, acct: LocalAccount, artifact: dict[str, Any], *args: Any, libraries: dict[str, str] | None = None
+) -> str:
+    """Deploy `artifact` with constructor `args`, its library placeholders linked to `libraries` {name: address}."""
+    factory = w3.eth.contract(abi=artifact["abi"], bytecode=link(artifact, libraries or {}))
     tx = factory.constructor(*args).build_transaction(
         {"from": acct.address, "nonce": w3.eth.get_transaction_count(acct.address, "pending")}
     )
@@ -83,17 +88,29 @@ def _call(w3: Web3, acct: LocalAccount, artifact: dict[str, Any], address: str, 
     _send(w3, acct, dict(tx))
 
 
+def deploy_libraries(
+    w3: Web3, acct: LocalAccount, artifacts: dict[str, dict[str, Any]], name: str = "TaskPool"
+) -> dict[str, str]:
+    """Deploy the libraries contract `name` links (each after those it links itself); returns {library: address}."""
+    addresses: dict[str, str] = {}
+    for lib in deploy_order(artifacts, name):
+        addresses[lib] = _deploy(w3, acct, artifacts[lib], libraries=addresses)
+    return addresses
+
+
 def deploy_protocol(
     w3: Web3, deployer: LocalAccount, artifacts: dict[str, dict[str, Any]], params: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Deploy and wire every contract; returns {"chainId", "contracts": {name: address}, "params", "block"}."""
+    """Deploy and wire every contract; returns {"chainId", "contracts": {name: address}, "libraries": {name: address},
+    "params", "block"}."""
     p = {**DEFAULT_PARAMS, **(params or {})}
     me = deployer.address
     first_block = int(w3.eth.block_number) + 1  # event scans start here
     token = _deploy(w3, deployer, artifacts["GensynToken"], me)
     registry = _deploy(w3, deployer, artifacts["NodeRegistry"], token, p["unbondingDelay"], me)
     pool_params = tuple(int(p[k]) for k in POOL_FIELDS)
-    pool = _deploy(w3, deployer, artifacts["TaskPool"], token, registry, pool_params, me)
+    libraries = deploy_libraries(w3, deployer, artifacts)
+    pool = _deploy(w3, deployer, artifacts["TaskPool"], token, registry, pool_params, me, libraries=libraries)
     committee = _deploy(
         w3, deployer, artifacts["DisputeCommittee"], registry, p["committeeSize"], p["votingPeriod"], me
     )
@@ -108,6 +125,7 @@ def deploy_protocol(
     return {
         "chainId": w3.eth.chain_id,
         "contracts": {"GensynToken": token, "NodeRegistry": registry, "TaskPool": pool, "DisputeCommittee": committee},
+        "libraries": libraries,
         "params": p,
         "block": first_block,
     }

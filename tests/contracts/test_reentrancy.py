@@ -12,7 +12,7 @@ import pytest
 from eth_utils import keccak
 from web3 import Web3
 
-from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, _call, _deploy
+from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, _call, _deploy, deploy_libraries
 from gensyn_py.errors import ContractRevert
 from tests.contracts.flows import claim_and_commit
 from tests.contracts.helpers import E18, SOLVER, VALIDATOR, Protocol, Work, protocol_errors
@@ -30,7 +30,9 @@ class HostileProtocol(Protocol):
         p = dict(DEFAULT_PARAMS)
         token = _deploy(w3, d, artifacts["HostileToken"])
         registry = _deploy(w3, d, artifacts["NodeRegistry"], token, p["unbondingDelay"], d.address)
-        pool = _deploy(w3, d, artifacts["TaskPool"], token, registry, tuple(int(p[k]) for k in POOL_FIELDS), d.address)
+        pool_params = tuple(int(p[k]) for k in POOL_FIELDS)
+        libraries = deploy_libraries(w3, d, artifacts)
+        pool = _deploy(w3, d, artifacts["TaskPool"], token, registry, pool_params, d.address, libraries=libraries)
         committee = _deploy(
             w3, d, artifacts["DisputeCommittee"], registry, p["committeeSize"], p["votingPeriod"], d.address
         )

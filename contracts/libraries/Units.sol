@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
+import {ITaskPool} from "../interfaces/ITaskPool.sol";
+import {Hardware, JobParams, JobStatus, PoolParams, UnitStatus} from "../types/Types.sol";
+import {Books, Job, JobCore, Panel, PoolState, StoredUnit, Unit} from "../types/Pool.sol";
+import {Ledger} from "./Ledger.sol";
+import {Scoring} from "./Scoring.sol";
+import {Verdicts} from "./Verdicts.sol";
+
+/// @title Units: the job and unit state machine of TaskPool.
+/// @notice Open -> Assigned -> Committed -> Verified -> Final, with Disputed, reopening and cancelling
+///         (docs/contracts.md). Jobs create their units phase by phase: a round's training units, then
+///         its aggregation unit when sharded, then the next round.
+/// @dev Internal functions are inlined into TaskPool: the per-unit honest path pays no call. External ones
+///      run once per job (`create`) or off the honest path: deployed once, linked into TaskPool and run by
+///      DELEGATECALL on its storage (so `msg.sender` is TaskPool's caller and events come from TaskPool).
+library Units {
+    using Ledger for Books;
+    using Verdicts for Panel;
+
+    /// @dev `shard` of an aggregation unit.
+    uint32 internal constant AGGREGATION = type(uint32).max;
+
+    /// @notice Check `p`, store a new job of the caller and escrow its budget:
+    ///         units * (maxPricePerUnit + `feesPerUnit`). Once per job, so it runs linked, not inlined.
+    function create(
+        PoolState storage s,
+        JobParams calldata p,
+        uint64 minCommitWindow,
+        uint256 feesPerUnit
+    ) external returns (uint256 jobId, uint256 budget) {
+        if (p.rounds == 0) revert ITaskPool.InvalidJobParams("rounds");
+        if (p.shards == 0) revert ITaskPool.InvalidJobParams("shards");
+        if (p.checkpointInterval == 0 || p.stepsPerUnit == 0 || p.stepsPerUnit % p.checkpointInterval != 0) {
+            revert ITaskPool.InvalidJobParams("steps");
+        }
+        if (p.maxPricePerUnit == 0) revert ITaskPool.InvalidJobParams("maxPricePerUnit");
+        if (p.commitWindow < minCommitWindow) revert ITaskPool.InvalidJobParams("commitWindow");
+        uint256 units = uint256(p.rounds) * p.shards + (p.shards > 1 ? p.rounds : 0);
+        budget = units * (uint256(p.maxPricePerUnit) + feesPerUnit);
+        jobId = s.nextJobId++;
+        // INVARIANT: escrow totals fit their 128-bit slots.
+        if (budget > type(uint128).max) revert ITaskPool.InvalidJobParams("budget");
+        Job storage j = s.jobs[jobId];
+        j.requester = msg.sender;
+        j.status = JobStatus.Active;
+        j.p = JobCore({
+            rounds: p.rounds,
+            shards: p.shards,
+            segments: p.stepsPerUnit / p.checkpointInterval,
+            deviceClass: p.deviceClass,
+            minMemoryMb: p.minMemoryMb,
+            minThroughput: p.minThroughput,
+            unopened: uint32(units),
+            maxPricePerUnit: p.maxPricePerUnit,
+            collateralPerUnit: p.collateralPerUnit
+        });
+        j.commitWindow = p.commitWindow;
+        s.books.escrow(j, budget);
+    }
+
+    /// @notice The requester cancels active job `jobId`: open units are cancelled; they and the unopened
+    ///         units are refunded now, or the whole escrow if nothing is in flight.
+    function cancel(PoolState storage s, uint256 jobId) external returns (uint256 refund) {
+        Job storage j = job(s, jobId);
+        // INVARIANT: only the requester cancels, and only an active job.
+        if (msg.sender != j.requester) revert ITaskPool.NotRequester(jobId, msg.sender);
+        if (j.status != JobStatus.Active) revert ITaskPool.JobNotActive(jobId, uint8(j.status));
+        j.status = JobStatus.Cancelled;
+        uint256 reserve = uint256(j.p.maxPricePerUnit) + uint256(s.params.validatorsPerUnit) * s.params.validatorFee;
+        refund = uint256(j.p.unopened) * reserve;
+        j.p.unopened = 0;
+        uint256 count = j.aggPhase ? 1 : j.p.shards;
+        for (uint256 id = j.phaseFirst; id < j.phaseFirst + count; ++id) {
+            StoredUnit storage u = s.units[id];
+            if (u.status == UnitStatus.Open) {
+                u.status = UnitStatus.Cancelled;
+                --j.pending;
+                refund += reserve;
+                emit ITaskPool.UnitCancelled(id);
+            }
+        }
+        if (j.pending == 0) refund = j.escrow;
+        s.books.refund(j, refund);
+    }
+
+    /// @notice The solver of assigned unit `unitId` missed its commit deadline: unlock its collateral whole,
+    ///         count a miss and reopen the unit. A missed deadline is a fault, not fraud: no slash, no jail.
+    function timeOut(PoolState storage s, INodeRegistry registry, uint256 unitId) external {
+        StoredUnit storage u = unitIn(s, unitId, UnitStatus.Assigned);
+        // INVARIANT: a solver keeps its unit until its commit deadline.
+        if (block.timestamp <= u.deadline) revert ITaskPool.DeadlineNotReached(unitId, u.deadline);
+        Job storage j = s.jobs[u.jobId];
+        address solver = u.solver;
+        registry.unlock(solver, j.p.collateralPerUnit);
+        registry.recordMissed(solver);
+        emit ITaskPool.UnitTimedOut(unitId, solver);
+        reopen(s, unitId, u, j);
+    }
+
+    /// @notice After the reveal deadline of committed unit `unitId`: validators that did not reveal are
+    ///         penalised and skipped, and the unit is verified on the verdicts it has.
+    function close(PoolState storage s, INodeRegistry registry, uint256 unitId) external {
+        StoredUnit storage u = unitIn(s, unitId, UnitStatus.Committed);
+        if (!u.drawn) revert ITaskPool.NotDrawn(unitId);
+        PoolParams storage c = s.params;
+        uint64 revealDeadline = u.commitDeadline + c.revealWindow;
+        // INVARIANT: no-shows are penalised only once the reveal window has closed.
+        if (block.timestamp <= revealDeadline) revert ITaskPool.DeadlineNotReached(unitId, revealDeadline);
+        uint256 bond = c.validatorBond;
+        Verdicts.penaliseNoShows(s, registry, unitId, u, bond, (bond * c.livenessPenaltyBps) / 10_000);
+        verify(u, unitId, c.challengeWindow);
+    }
+
+    /// @notice Claim score of `node` for `unitId` and the score currently required.
+    function claimScore(
+        PoolState storage s,
+        INodeRegistry registry,
+        address node,
+        uint256 unitId
+    ) external view returns (uint256 score, uint256 required) {
+        StoredUnit storage u = s.units[unitId];
+        JobCore storage p = s.jobs[u.jobId].p;
+        (, , Hardware memory hw, uint32 c, uint32 m, uint32 f) = registry.claimInfo(node);
+        score = Scoring.ofNode(c, m, f, hw, p.maxPricePerUnit, p.minThroughput);
+        required = Scoring.required(u.openedAt, s.params.claimWindow, block.timestamp);
+    }
+
+    /// @dev Open phase (`round`, `agg`) of job `jobId`: its shards' training units or its aggregation unit.
+    function openPhase(PoolState storage s, uint256 jobId, Job storage j, uint32 round, bool agg) internal {
+        uint32 count = agg ? 1 : j.p.shards;
+        j.round = round;
+        j.aggPhase = agg;
+        j.pending = count;
+        j.p.unopened -= count;
+        j.phaseFirst = s.nextUnitId;
+        for (uint32 k; k < count; ++k) {
+            uint256 id = s.nextUnitId++;
+            StoredUnit storage u = s.units[id];
+            uint32 shard = agg ? AGGREGATION : k;
+            u.jobId = uint64(jobId);
+            u.round = round;
+            u.shard = shard;
+            u.status = UnitStatus.Open;
+            u.openedAt = uint64(block.timestamp);
+            emit ITaskPool.UnitOpened(id, jobId, round, shard, agg);
+        }
+    }
+
+    /// @dev Open -> Assigned to `solver` at `price`, with `commitWindow` seconds to commit.
+    function assign(StoredUnit storage u, uint256 unitId, address solver, uint128 price, uint64 commitWindow) internal {
+        u.status = UnitStatus.Assigned;
+        u.solver = solver;
+        u.price = price;
+        u.deadline = uint64(block.timestamp) + commitWindow;
+        emit ITaskPool.UnitClaimed(unitId, solver, price, u.deadline);
+    }
+
+    /// @dev Assigned -> Committed (before the commit deadline); randomness will come from the next block.
+    function commit(
+        StoredUnit storage u,
+        uint256 unitId,
+        bytes32 checkpointRoot,
+        bytes32 finalStateHash,
+        string calldata manifestCid
+    ) internal {
+        // INVARIANT: work is committed before the commit deadline, or the unit can be taken back.
+        if (block.timestamp > u.deadline) revert ITaskPool.DeadlinePassed(unitId, u.deadline);
+        u.status = UnitStatus.Committed;
+        u.checkpointRoot = checkpointRoot;
+        u.seedBlock = uint64(block.number);
+        emit ITaskPool.UnitCommitted(unitId, checkpointRoot, finalStateHash, manifestCid);
+    }
+
+    /// @dev Committed -> Verified; challenges are accepted for `challengeWindow` seconds.
+    function verify(StoredUnit storage u, uint256 unitId, uint64 challengeWindow) internal {
+        u.status = UnitStatus.Verified;
+        u.deadline = uint64(block.timestamp) + challengeWindow;
+        emit ITaskPool.UnitVerified(unitId, u.deadline);
+    }
+
+    /// @dev -> Final: pay the accepting validators and the solver out of escrow, release their stake.
+    function settle(
+        PoolState storage s,
+        INodeRegistry registry,
+        uint256 unitId,
+        StoredUnit storage u,
+        uint256 bond,
+        uint256 fee
+    ) internal {
+        Job storage j = s.jobs[u.jobId];
+        uint256 vPay = s.panels[unitId].payAccepting(s.books, j, registry, u.nValidators, bond, fee);
+        // INVARIANT: the solver is paid its declared price, never more than the job's maximum.
+        uint256 pay = u.price;
+        s.books.pay(j, u.solver, pay);
+        registry.unlockCompleted(u.solver, j.p.collateralPerUnit);
+        u.status = UnitStatus.Final;
+        emit ITaskPool.UnitFinalized(unitId, u.solver, pay, vPay);
+        advance(s, u.jobId, j);
+    }
+
+    /// @dev Back to Open for another solver (or Cancelled when its job was cancelled), validators cleared.
+    function reopen(PoolState storage s, uint256 unitId, StoredUnit storage u, Job storage j) internal {
+        s.panels[unitId].clear(u.nValidators);
+        u.nValidators = 0;
+        u.solver = address(0);
+        u.drawn = false;
+        u.committed = 0;
+        u.revealed = 0;
+        u.opener = address(0);
+        if (j.status == JobStatus.Cancelled) {
+            u.status = UnitStatus.Cancelled;
+            emit ITaskPool.UnitCancelled(unitId);
+            advance(s, u.jobId, j);
+            return;
+        }
+        u.status = UnitStatus.Open;
+        u.openedAt = uint64(block.timestamp);
+        emit ITaskPool.UnitReopened(unitId);
+    }
+
+    /// @dev One unit of the current phase is done (final or cancelled): open the next phase or end the job.
+    function advance(PoolState storage s, uint256 jobId, Job storage j) internal {
+        if (--j.pending != 0) return;
+        if (j.status == JobStatus.Cancelled) {
+            s.books.refund(j, j.escrow);
+            return;
+        }
+        if (!j.aggPhase && j.p.shards > 1) {
+            openPhase(s, jobId, j, j.round, true);
+        } else if (j.round + 1 < j.p.rounds) {
+            openPhase(s, jobId, j, j.round + 1, false);
+        } else {
+            j.status = JobStatus.Completed;
+            uint256 rest = j.escrow;
+            s.books.refund(j, rest);
+            emit ITaskPool.JobCompleted(jobId, rest);
+        }
+    }
+
+    /// @dev Unit `unitId` as `ITaskPool.getUnit` returns it.
+    function toUnit(PoolState storage s, uint256 unitId) internal view returns (Unit memory x) {
+        StoredUnit storage u = s.units[unitId];
+        x.jobId = u.jobId;
+        x.round = u.round;
+        x.shard = u.shard;
+        x.status = u.status;
+        x.solver = u.solver;
+        x.price = u.price;
+        x.openedAt = u.openedAt;
+        x.deadline = u.deadline;
+        x.seedBlock = u.seedBlock;
+        x.commitDeadline = u.commitDeadline;
+        x.revealDeadline = u.commitDeadline == 0 ? 0 : u.commitDeadline + s.params.revealWindow;
+        x.drawn = u.drawn;
+        x.committed = u.committed;
+        x.revealed = u.revealed;
+        x.checkpointRoot = u.checkpointRoot;
+        x.seed = u.seed;
+        x.opener = u.opener;
+        x.challenger = u.challenger;
+        x.disputeId = u.disputeId;
+        x.validators = s.panels[unitId].members(u.nValidators);
+    }
+
+    /// @dev Job `jobId`; reverts if it does not exist.
+    function job(PoolState storage s, uint256 jobId) internal view returns (Job storage j) {
+        j = s.jobs[jobId];
+        if (j.status == JobStatus.None) revert ITaskPool.UnknownJob(jobId);
+    }
+
+    /// @dev Unit `unitId`, which must be in state `want`.
+    function unitIn(PoolState storage s, uint256 unitId, UnitStatus want) internal view returns (StoredUnit storage u) {
+        u = s.units[unitId];
+        if (u.status == UnitStatus.None) revert ITaskPool.UnknownUnit(unitId);
+        // INVARIANT: every transition starts from the state it is defined for.
+        if (u.status != want) revert ITaskPool.BadUnitStatus(unitId, uint8(u.status), uint8(want));
+    }
+
+    /// @dev Number of checkpoint segments of the unit (1 for aggregation units).
+    function numSegments(PoolState storage s, StoredUnit storage u) internal view returns (uint256) {
+        if (u.shard == AGGREGATION) return 1;
+        return s.jobs[u.jobId].p.segments;
+    }
+}

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
+import {ITaskPool} from "../interfaces/ITaskPool.sol";
+import {Books, Job, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
+import {Ledger} from "./Ledger.sol";
+import {Segments} from "./Segments.sol";
+
+/// @title Verdicts: a unit's validator slots and the sealed commit/reveal verdict game.
+/// @dev Slot i of a unit's `Panel` holds the validator's address and its verdict state, so reading who
+///      a validator is and what it said is one SLOAD. The unit counts slots in `nValidators`.
+library Verdicts {
+    using Ledger for Books;
+
+    uint8 internal constant NONE = 0;
+    uint8 internal constant COMMITTED = 1;
+    uint8 internal constant ACCEPT = 2;
+    uint8 internal constant REJECT = 3;
+    uint8 internal constant SKIPPED = 4;
+
+    /// @dev Draws up to `want` distinct validators of `deviceClass` (not the solver, free stake >= bond), locks
+    ///      their bonds and fills the panel's slots. Bounded to 4 * want attempts, so fewer may be drawn.
+    function draw(
+        Panel storage v,
+        INodeRegistry registry,
+        bytes32 seed,
+        uint8 deviceClass,
+        address solver,
+        uint256 want,
+        uint256 bond
+    ) internal returns (address[] memory picked) {
+        uint256 n = registry.validatorCount(deviceClass);
+        picked = new address[](want);
+        uint256 count;
+        for (uint256 a; a < want * 4 && count < want && n > 0; ++a) {
+            address who = registry.validatorAt(deviceClass, uint256(keccak256(abi.encode(seed, "v", a))) % n);
+            if (who == solver || _contains(picked, count, who)) continue;
+            if (!registry.tryLock(who, bond)) continue;
+            v.slots[count] = uint256(uint160(who));
+            picked[count++] = who;
+        }
+        // Trim the array to the validators actually drawn.
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            mstore(picked, count)
+        }
+    }
+
+    /// @dev Seal slot i's verdict commitment `h` (before the commit deadline, once).
+    function seal(Panel storage v, StoredUnit storage u, uint256 unitId, uint256 i, bytes32 h) internal {
+        // INVARIANT: a validator seals one verdict, before the commit deadline.
+        if (block.timestamp > u.commitDeadline) revert ITaskPool.DeadlinePassed(unitId, u.commitDeadline);
+        if (stateOf(v, i) != NONE) revert ITaskPool.VerdictAlreadyGiven(unitId, msg.sender);
+        v.commits[i] = h;
+        setState(v, i, COMMITTED);
+        ++u.committed;
+        emit ITaskPool.VerdictCommitted(unitId, msg.sender);
+    }
+
+    /// @dev The caller's slot, checked to reveal now a verdict matching its sealed commitment.
+    function checkReveal(
+        Panel storage v,
+        StoredUnit storage u,
+        uint256 unitId,
+        bool accept,
+        bytes32 transcriptHash,
+        bytes32 salt,
+        uint64 revealWindow
+    ) internal view returns (uint256 i) {
+        if (!u.drawn) revert ITaskPool.NotDrawn(unitId);
+        i = indexOf(v, unitId, u.nValidators, msg.sender);
+        if (stateOf(v, i) != COMMITTED) revert ITaskPool.VerdictAlreadyGiven(unitId, msg.sender);
+        // INVARIANT: nobody reveals (and can be copied) before all commits are in or the commit phase ended.
+        if (u.committed < u.nValidators && block.timestamp <= u.commitDeadline) {
+            revert ITaskPool.RevealNotOpen(unitId, u.commitDeadline);
+        }
+        uint64 revealDeadline = u.commitDeadline + revealWindow;
+        if (block.timestamp > revealDeadline) revert ITaskPool.DeadlinePassed(unitId, revealDeadline);
+        // INVARIANT: the revealed verdict is the one sealed before anyone revealed.
+        if (Segments.verdictHash(unitId, msg.sender, accept, transcriptHash, salt) != v.commits[i]) {
+            revert ITaskPool.VerdictMismatch(unitId, msg.sender);
+        }
+    }
+
+    /// @dev After the reveal deadline: validators that did not reveal are skipped, their bond unlocked less
+    ///      `penalty` (slashed and credited to the requester), and a miss counted.
+    function penaliseNoShows(
+        PoolState storage s,
+        INodeRegistry registry,
+        uint256 unitId,
+        StoredUnit storage u,
+        uint256 bond,
+        uint256 penalty
+    ) internal {
+        Panel storage v = s.panels[unitId];
+        address requester = s.jobs[u.jobId].requester;
+        uint256 n = u.nValidators;
+        for (uint256 i; i < n; ++i) {
+            address who = _skip(v, registry, i, bond);
+            if (who == address(0)) continue;
+            uint256 taken = registry.slash(who, penalty, address(this));
+            s.books.addCredit(requester, taken);
+            registry.recordMissed(who);
+            emit ITaskPool.ValidatorNoShow(unitId, who, taken);
+        }
+    }
+
+    /// @dev A dispute ended: validators that had not revealed are skipped and released, without fee or penalty.
+    function releaseNoShows(Panel storage v, INodeRegistry registry, uint256 unitId, uint256 n, uint256 bond) internal {
+        for (uint256 i; i < n; ++i) {
+            address who = _skip(v, registry, i, bond);
+            if (who != address(0)) emit ITaskPool.ValidatorNoShow(unitId, who, 0);
+        }
+    }
+
+    /// @dev Pay every accepting validator its fee out of the job's escrow and release its bond.
+    function payAccepting(
+        Panel storage v,
+        Books storage b,
+        Job storage j,
+        INodeRegistry registry,
+        uint256 n,
+        uint256 bond,
+        uint256 fee
+    ) internal returns (uint256 paid) {
+        for (uint256 i; i < n; ++i) {
+            (address who, uint8 st) = at(v, i);
+            if (st != ACCEPT) continue;
+            registry.unlockCompleted(who, bond);
+            // INVARIANT: a unit pays at most validatorsPerUnit fees out of its own reserve.
+            b.pay(j, who, fee);
+            paid += fee;
+        }
+    }
+
+    /// @dev Empty the first `n` slots (the unit is drawn again after it reopens).
+    function clear(Panel storage v, uint256 n) internal {
+        for (uint256 i; i < n; ++i) {
+            delete v.commits[i];
+            delete v.slots[i];
+        }
+    }
+
+    /// @dev Validator and verdict state of slot i.
+    function at(Panel storage v, uint256 i) internal view returns (address who, uint8 st) {
+        uint256 w = v.slots[i];
+        who = address(uint160(w));
+        st = uint8(w >> 160);
+    }
+
+    /// @dev Verdict state of slot i.
+    function stateOf(Panel storage v, uint256 i) internal view returns (uint8) {
+        return uint8(v.slots[i] >> 160);
+    }
+
+    /// @dev Set the verdict state of slot i, keeping its validator.
+    function setState(Panel storage v, uint256 i, uint8 st) internal {
+        v.slots[i] = uint256(uint160(v.slots[i])) | (uint256(st) << 160);
+    }
+
+    /// @dev Slot of `who` among the first `n`; reverts unless `who` was drawn.
+    function indexOf(Panel storage v, uint256 unitId, uint256 n, address who) internal view returns (uint256) {
+        for (uint256 i; i < n; ++i) {
+            if (address(uint160(v.slots[i])) == who) return i;
+        }
+        revert ITaskPool.NotUnitValidator(unitId, who);
+    }
+
+    /// @dev The first `n` validators.
+    function members(Panel storage v, uint256 n) internal view returns (address[] memory vs) {
+        vs = new address[](n);
+        for (uint256 i; i < n; ++i) {
+            vs[i] = address(uint160(v.slots[i]));
+        }
+    }
+
+    /// @dev Skip slot i and unlock its bond if its validator has not revealed; returns it (zero if it had).
+    function _skip(Panel storage v, INodeRegistry registry, uint256 i, uint256 bond) private returns (address who) {
+        uint8 st;
+        (who, st) = at(v, i);
+        if (st > COMMITTED) return address(0);
+        setState(v, i, SKIPPED);
+        registry.unlock(who, bond);
+    }
+
+    function _contains(address[] memory a, uint256 n, address who) private pure returns (bool) {
+        for (uint256 i; i < n; ++i) {
+            if (a[i] == who) return true;
+        }
+        return false;
+    }
+}

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {JobStatus, PoolParams, UnitStatus} from "./Types.sol";
+
+/// @notice Full unit state as `ITaskPool.getUnit` returns it (the storage form is `StoredUnit`).
+struct Unit {
+    uint256 jobId;
+    uint32 round;
+    uint32 shard; // type(uint32).max for aggregation
+    UnitStatus status;
+    address solver;
+    uint128 price;
+    uint64 openedAt;
+    uint64 deadline; // Assigned: commit deadline; Verified: challenge end
+    uint64 seedBlock; // randomness comes from blockhash(seedBlock + 1)
+    uint64 commitDeadline;
+    uint64 revealDeadline;
+    bool drawn;
+    uint8 committed;
+    uint8 revealed;
+    bytes32 checkpointRoot;
+    bytes32 seed;
+    address opener;
+    address challenger;
+    uint256 disputeId;
+    address[] validators;
+}
+
+/// @dev The job parameters the pool needs, packed (the spec hash/CID only live in the JobSubmitted event).
+struct JobCore {
+    uint32 rounds;
+    uint32 shards;
+    uint32 segments; // stepsPerUnit / checkpointInterval
+    uint8 deviceClass;
+    uint32 minMemoryMb;
+    uint64 minThroughput;
+    uint32 unopened; // units not yet created
+    uint128 maxPricePerUnit;
+    uint128 collateralPerUnit;
+}
+
+/// @dev 4 storage slots: (requester,status,round,aggPhase,pending) (p: 2 slots) (commitWindow,phaseFirst,escrow).
+struct Job {
+    address requester;
+    JobStatus status;
+    uint32 round;
+    bool aggPhase;
+    uint32 pending; // units of the current phase not yet final
+    JobCore p;
+    uint64 commitWindow;
+    uint64 phaseFirst;
+    uint128 escrow;
+}
+
+/// @dev Storage form of a unit (`getUnit` rebuilds `Unit`). An honest lifecycle touches 5 slots:
+///      s0 (jobId..openedAt) at open, s1 (solver, deadline) and s2 (price, seedBlock, commitDeadline) at claim,
+///      checkpointRoot at commit, seed at the draw. revealDeadline = commitDeadline + revealWindow (not stored).
+///      Validators live in the unit's `Panel`, one slot each; their count in s0.
+struct StoredUnit {
+    uint64 jobId;
+    uint32 round;
+    uint32 shard; // type(uint32).max for aggregation
+    UnitStatus status;
+    bool drawn;
+    uint8 committed;
+    uint8 revealed;
+    uint16 nValidators;
+    uint64 openedAt;
+    address solver;
+    uint64 deadline; // Assigned: commit deadline; Verified: challenge end
+    uint128 price;
+    uint64 seedBlock; // randomness comes from blockhash(seedBlock + 1)
+    uint64 commitDeadline;
+    bytes32 checkpointRoot;
+    bytes32 seed;
+    address opener;
+    address challenger;
+    uint256 disputeId;
+}
+
+/// @dev The drawn validators of one unit and their sealed verdicts.
+struct Panel {
+    /// @dev Slot i: validator address in the low 160 bits, verdict state (`Verdicts.NONE`..) in bits 160..167.
+    mapping(uint256 => uint256) slots;
+    /// @dev Slot i's sealed verdict keccak256(abi.encode(unitId, validator, accept, transcriptHash, salt)).
+    mapping(uint256 => bytes32) commits;
+}
+
+/// @dev The pool's money. Escrow and credit totals share a slot, so a settlement touches one totals slot.
+///      Invariant: the pool's token balance == totalEscrow + totalBonds + totalCredit.
+struct Books {
+    uint128 totalEscrow;
+    uint128 totalCredit;
+    uint128 totalBonds; // challenger bonds held
+    mapping(address => uint256) credit;
+}
+
+/// @dev Everything TaskPool stores; its libraries (inlined or linked) act on this one struct.
+struct PoolState {
+    /// @dev Fixed at deployment. The cold paths (linked libraries) and views read them here; the honest
+    ///      path reads TaskPool's immutable copies of those it needs (no SLOAD).
+    PoolParams params;
+    uint64 nextJobId;
+    uint64 nextUnitId;
+    mapping(uint256 => Job) jobs;
+    mapping(uint256 => StoredUnit) units;
+    mapping(uint256 => Panel) panels;
+    Books books;
+}
