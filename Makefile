@@ -29,11 +29,13 @@ demo: setup
 test: setup lint
 	$(PY) -m pytest -q
 
-# Python: ruff, mypy, the import layers (pyproject.toml's importlinter contract).
+# Python: ruff, mypy, the import layers (pyproject.toml's importlinter contract);
+# Solidity: prettier (prettier-plugin-solidity) and solhint, pinned in package.json.
 lint: setup
 	$(PY) -m ruff check gensyn_py scripts tests bench
 	$(PY) -m mypy gensyn_py scripts bench
 	$(VENV)/bin/lint-imports
+	npm run --silent lint:sol
 
 bench: setup
 	for b in bench/[a-z]*.py; do $(PY) $$b || exit 1; done

@@ -87,10 +87,14 @@ def _resolve_imports(sources: dict[str, str], root: Path) -> dict[str, str]:
 
 
 def _native_solc() -> Path | None:
+    """A native solc of the pinned version that py-solc-x already holds. Never installs or copies one:
+    py-solc-x's `import_installed_solc()` would copy any `solc` on PATH into `~/.solcx`."""
+    folder = os.environ.get("SOLCX_BINARY_PATH") or str(Path.home() / ".solcx")
+    if not Path(folder).is_dir():
+        return None  # asking py-solc-x would create the folder
     try:
         import solcx
 
-        solcx.import_installed_solc()
         for version in solcx.get_installed_solc_versions():
             path = Path(solcx.get_executable(version))  # type: ignore[attr-defined]
             # A script wrapper over solcjs (as made for brownie) is not a native compiler.
