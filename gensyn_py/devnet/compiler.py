@@ -26,9 +26,15 @@ log = logging.getLogger(__name__)
 SOLC_VERSION = "0.8.28"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SHIM = Path(__file__).with_name("solcjs_shim.cjs")
+EVM_VERSION = "cancun"
+# EVM versions before cancun have no TSTORE/TLOAD: there OpenZeppelin's storage-slot
+# ReentrancyGuard stands in for ReentrancyGuardTransient (same modifier, same error).
+PRE_CANCUN = ("shanghai", "paris", "london", "berlin", "istanbul")
+_TRANSIENT_GUARD = "ReentrancyGuardTransient"
+_STORAGE_GUARD = "ReentrancyGuard"
 SETTINGS: dict[str, Any] = {
     "optimizer": {"enabled": True, "runs": 200},
-    "evmVersion": "cancun",
+    "evmVersion": EVM_VERSION,
     "remappings": ["@openzeppelin/=node_modules/@openzeppelin/"],
     "outputSelection": {
         "*": {"*": ["abi", "evm.bytecode.object", "evm.bytecode.linkReferences", "evm.deployedBytecode.object"]}
@@ -60,6 +66,15 @@ def _sources(sources_dir: Path, root: Path) -> dict[str, str]:
     if not files:
         raise CompileError(f"no Solidity sources under {sources_dir}")
     return {_source_key(f, root): f.read_text() for f in files}
+
+
+def _for_evm(sources: dict[str, str], evm_version: str) -> dict[str, str]:
+    """Sources as compiled for `evm_version`: before cancun the transient guard becomes the storage one."""
+    if evm_version == EVM_VERSION:
+        return sources
+    if evm_version not in PRE_CANCUN:
+        raise CompileError(f"unsupported evmVersion {evm_version!r}: {EVM_VERSION} or one of {', '.join(PRE_CANCUN)}")
+    return {k: v.replace(_TRANSIENT_GUARD, _STORAGE_GUARD) for k, v in sources.items()}
 
 
 def _disk_path(key: str, root: Path) -> Path:
@@ -137,22 +152,32 @@ def _run_solcjs(std_input: dict[str, Any], root: Path) -> tuple[str, dict[str, A
 
 
 def compile_contracts(
-    sources_dir: Path | None = None, build_dir: Path | None = None, root: Path = PROJECT_ROOT, force: bool = False
+    sources_dir: Path | None = None,
+    build_dir: Path | None = None,
+    root: Path = PROJECT_ROOT,
+    force: bool = False,
+    evm_version: str = EVM_VERSION,
 ) -> dict[str, dict[str, Any]]:
     """Compile every .sol under `sources_dir` (default `contracts/`); return {name: artifact}."""
-    return compile_detailed(sources_dir, build_dir, root, force).artifacts
+    return compile_detailed(sources_dir, build_dir, root, force, evm_version).artifacts
 
 
 def compile_detailed(
-    sources_dir: Path | None = None, build_dir: Path | None = None, root: Path = PROJECT_ROOT, force: bool = False
+    sources_dir: Path | None = None,
+    build_dir: Path | None = None,
+    root: Path = PROJECT_ROOT,
+    force: bool = False,
+    evm_version: str = EVM_VERSION,
 ) -> CompileResult:
     sources_dir = sources_dir or root / "contracts"
-    build_dir = build_dir or root / "build" / hashlib.sha256(str(sources_dir.resolve()).encode()).hexdigest()[:12]
-    sources = _resolve_imports(_sources(sources_dir, root), root)
+    if build_dir is None:
+        tag = hashlib.sha256(str(sources_dir.resolve()).encode()).hexdigest()[:12]
+        build_dir = root / "build" / (tag if evm_version == EVM_VERSION else f"{tag}-{evm_version}")
+    sources = _resolve_imports(_for_evm(_sources(sources_dir, root), evm_version), root)
     std_input = {
         "language": "Solidity",
         "sources": {k: {"content": v} for k, v in sorted(sources.items())},
-        "settings": SETTINGS,
+        "settings": {**SETTINGS, "evmVersion": evm_version},
     }
     digest = hashlib.sha256(json.dumps([SOLC_VERSION, std_input], sort_keys=True).encode()).hexdigest()
     cache = build_dir / "artifacts.json"

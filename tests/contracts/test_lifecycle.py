@@ -1,11 +1,43 @@
-"""End-to-end plays: honest work pays everyone and slashes nobody; cheats are slashed."""
+"""End-to-end plays: honest work pays everyone and slashes nobody; cheats are slashed.
+
+Every play runs on anvil (the contracts as deployed: cancun) and on Ganache 7, which
+stops at shanghai: there the contracts are compiled for shanghai, where OpenZeppelin's
+storage ReentrancyGuard stands in for the transient one (see compiler.PRE_CANCUN).
+"""
 
 from __future__ import annotations
 
-from eth_utils import keccak
+from collections.abc import Iterator
 
+import pytest
+from eth_utils import keccak
+from web3 import Web3
+
+from gensyn_py.devnet.compiler import compile_contracts
+from gensyn_py.devnet.ganache import HARDFORK, GanacheNode
 from tests.contracts.flows import claim_and_commit, commit_verdicts, honest_unit, reveal
 from tests.contracts.helpers import DISPUTED, E18, FINAL, OPEN, VERIFIED, Protocol, Work
+
+
+@pytest.fixture(scope="module", params=["anvil", "ganache"])
+def chain_proto(request: pytest.FixtureRequest) -> Iterator[Protocol]:
+    if request.param == "anvil":
+        yield request.getfixturevalue("proto_base")
+        return
+    with GanacheNode() as node:
+        w3 = Web3(Web3.HTTPProvider(node.url, request_kwargs={"timeout": 30}))
+        p = Protocol(w3, request.getfixturevalue("accounts"), compile_contracts(evm_version=HARDFORK))
+        p.standard_cast()
+        yield p
+
+
+@pytest.fixture
+def proto(chain_proto: Protocol) -> Iterator[Protocol]:
+    """The chain as it was before the test, restored after it."""
+    snap = chain_proto.w3.provider.make_request("evm_snapshot", [])  # type: ignore[arg-type]
+    chain_proto.gas_used = 0
+    yield chain_proto
+    chain_proto.w3.provider.make_request("evm_revert", [snap["result"]])  # type: ignore[arg-type]
 
 
 def _stakes(p: Protocol) -> dict[str, int]:
@@ -99,8 +131,6 @@ def test_solver_with_wrong_transcript_is_rejected_voted_down_and_slashed(proto: 
     assert p.unit(1)["status"] == OPEN  # the work is redone by someone else
     # the jailed solver can no longer claim
     p.advance(p.params["claimWindow"])
-    import pytest
-
     from gensyn_py.errors import ContractRevert
 
     with pytest.raises(ContractRevert) as exc:

@@ -42,3 +42,24 @@ def test_compile_warnings_are_reported(tmp_path: Path) -> None:
     )
     result = compile_detailed(src, tmp_path / "build")
     assert any("Unused local variable" in w for w in result.warnings)
+
+
+GUARDED = """// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+contract G is ReentrancyGuardTransient { uint256 public n; function f() external nonReentrant { ++n; } }
+"""
+
+
+def test_shanghai_build_swaps_the_transient_guard_for_the_storage_one(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "G.sol").write_text(GUARDED)
+    cancun = compile_detailed(src, tmp_path / "cancun").artifacts["G"]
+    shanghai = compile_detailed(src, tmp_path / "shanghai", evm_version="shanghai").artifacts["G"]
+    assert cancun["sourceName"] == shanghai["sourceName"]
+    assert cancun["deployedBytecode"] != shanghai["deployedBytecode"]
+    errors = {e["name"] for a in (cancun, shanghai) for e in a["abi"] if e["type"] == "error"}
+    assert errors == {"ReentrancyGuardReentrantCall"}
+    with pytest.raises(CompileError, match="unsupported evmVersion"):
+        compile_detailed(src, tmp_path / "x", evm_version="prague")
