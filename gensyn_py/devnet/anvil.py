@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from gensyn_py.errors import ToolchainError
 
@@ -85,22 +86,69 @@ def rpc_ready(url: str, timeout: float = 1.0) -> bool:
 
 
 @dataclass
-class AnvilNode:
-    """One anvil process. `state_path` persists chain state across restarts."""
+class LocalNode:
+    """A local chain node process on loopback: started in its own session, stopped with its whole group."""
 
     port: int = field(default_factory=free_port)
     chain_id: int = 31337
-    state_path: Path | None = None
-    block_time: float | None = None
-    # With a block time: also mine each transaction at once (deadlines and seeds still get fresh blocks).
-    mixed_mining: bool = False
     log_path: Path | None = None
-    accounts: int = 10
     process: subprocess.Popen[bytes] | None = None
+    name = "node"
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 30.0) -> Self:
+        if rpc_ready(self.url, timeout=0.2):
+            raise ToolchainError(f"something already answers on {self.url}")
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.process = subprocess.Popen(
+            self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env={**os.environ},
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ToolchainError(
+                    f"{self.name} exited with code {self.process.returncode}: {' '.join(self.command())}")
+            if rpc_ready(self.url, timeout=0.5):
+                return self
+            time.sleep(0.05)  # polling a condition, bounded by the deadline
+        self.stop()
+        raise ToolchainError(f"{self.name} did not answer on {self.url} within {timeout}s")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop gracefully (SIGTERM lets anvil dump --state), then kill if it lingers.
+
+        The npm packages start node wrappers around the real process, so the signal goes to the
+        whole process group (the node starts in its own session) or the real one outlives it.
+        """
+        if self.process is None or self.process.poll() is not None:
+            return
+        stop_process_group(self.process.pid, timeout, leader=self.process)
+        self.process.wait(timeout=timeout)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass
+class AnvilNode(LocalNode):
+    """One anvil process. `state_path` persists chain state across restarts."""
+
+    state_path: Path | None = None
+    block_time: float | None = None
+    # With a block time: also mine each transaction at once (deadlines and seeds still get fresh blocks).
+    mixed_mining: bool = False
+    accounts: int = 10
+    name = "anvil"
 
     def command(self) -> list[str]:
         cmd = [
@@ -115,37 +163,3 @@ class AnvilNode:
                 cmd += ["--mixed-mining"]
         return cmd
 
-    def start(self, timeout: float = 30.0) -> AnvilNode:
-        if rpc_ready(self.url, timeout=0.2):
-            raise ToolchainError(f"something already answers on {self.url}")
-        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.process = subprocess.Popen(
-            self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env={**os.environ},
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise ToolchainError(f"anvil exited with code {self.process.returncode}: {' '.join(self.command())}")
-            if rpc_ready(self.url, timeout=0.5):
-                return self
-            time.sleep(0.05)  # polling a condition, bounded by the deadline
-        self.stop()
-        raise ToolchainError(f"anvil did not answer on {self.url} within {timeout}s")
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop gracefully (SIGTERM lets anvil dump --state), then kill if it lingers.
-
-        The npm `anvil` is a node wrapper around the real binary, so the signal goes to
-        the whole process group (anvil starts in its own session) or the binary outlives it.
-        """
-        if self.process is None or self.process.poll() is not None:
-            return
-        stop_process_group(self.process.pid, timeout, leader=self.process)
-        self.process.wait(timeout=timeout)
-
-    def __enter__(self) -> AnvilNode:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
