@@ -133,12 +133,18 @@ class SolverDaemon(NodeDaemon):
             return u.solver == self.address and u.opened_at == unit.opened_at and u.status is not UnitStatus.OPEN
 
         try:
-            self.once(key, lambda: self.pool.claim(unit.unit_id), already_done=claimed_by_me)
+            sent = self.once(key, lambda: self.pool.claim(unit.unit_id), already_done=claimed_by_me)
         except ContractRevert as e:
             if e.name not in CLAIM_MISSES:
                 raise
             self.log.info("unit.claim_missed", unit=unit.unit_id, reason=e.name)
             self.state.mark_done(key, detail=f"missed: {e.name}")
+            return False
+        # Not sent now: this epoch's claim was settled earlier. It is ours only if the chain says so
+        # (an earlier attempt that missed, or lost the race to another solver, is recorded done too).
+        if not sent and not claimed_by_me():
+            self.unfollow("open", unit.unit_id)
+            self.log.debug("unit.claim_skip", unit=unit.unit_id, reason="settled earlier, not ours")
             return False
         self.unfollow("open", unit.unit_id)
         self.follow("mine", unit.unit_id)

@@ -6,11 +6,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from eth_account import Account
+from web3 import Web3
 
-from gensyn_py.devnet.anvil import free_port
+from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.devnet.anvil import DEV_KEYS, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -37,6 +41,7 @@ def test_devnet_up_status_down_keeps_state(tmp_path: Path) -> None:
 
         status = _gensyn(["devnet", "status"], tmp_path)
         assert status.returncode == 0, status.stderr
+        assert f"at http://127.0.0.1:{port}" in status.stdout  # the port `up` was given
         assert "jobs: 0 submitted" in status.stdout
         assert "tokens held by the protocol: 0.00" in status.stdout
     finally:
@@ -58,3 +63,64 @@ def test_devnet_status_without_a_devnet_says_so(tmp_path: Path) -> None:
     status = _gensyn(["devnet", "status"], tmp_path)
     assert status.returncode == 1
     assert "no devnet running" in status.stderr
+
+
+def _timestamp(w3: Web3) -> int:
+    return int(w3.eth.get_block("latest")["timestamp"])
+
+
+def _advances_within(w3: Web3, seconds: float) -> bool:
+    """Whether the latest block's timestamp moves past its current value within `seconds`, nobody transacting."""
+    start = _timestamp(w3)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if _timestamp(w3) > start:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_devnet_mines_a_block_every_second_and_port_reaches_status(tmp_path: Path) -> None:
+    port = free_port()
+    try:
+        up = _gensyn(["devnet", "up", "--port", str(port)], tmp_path)
+        assert up.returncode == 0, up.stderr
+        assert "a block every 1 s" in up.stdout
+        assert f"GENSYN_RPC_URL=http://127.0.0.1:{port}" in up.stdout
+        w3 = Web3(Web3.HTTPProvider(f"http://127.0.0.1:{port}"))
+        assert _advances_within(w3, 10), "chain time stood still with a 1 s block time"
+        # The dev accounts as the README has them: 10,000 ETH and 1,000,000 GSYN each.
+        token = ProtocolContracts(w3, json.loads((tmp_path / "deploy" / "31337.json").read_text())).token()
+        for key in DEV_KEYS:
+            address = Account.from_key(key).address
+            assert w3.eth.get_balance(address) > 9_999 * 10**18
+            assert token.balance_of(address) == 1_000_000 * 10**18
+
+        status = _gensyn(["devnet", "status", "--port", str(port)], tmp_path)
+        assert status.returncode == 0, status.stderr
+        assert f"at http://127.0.0.1:{port}" in status.stdout and "jobs: 0 submitted" in status.stdout
+        assert "a block every 1 s" in status.stdout
+        elsewhere = free_port()
+        nobody = _gensyn(["devnet", "status", "--port", str(elsewhere)], tmp_path)
+        assert nobody.returncode == 1 and f"no devnet running at http://127.0.0.1:{elsewhere}" in nobody.stderr
+
+        wrong = _gensyn(["devnet", "down", "--port", str(elsewhere)], tmp_path)
+        assert f"no devnet was running on port {elsewhere}" in wrong.stdout
+        assert _gensyn(["devnet", "status", "--port", str(port)], tmp_path).returncode == 0  # still up
+    finally:
+        down = _gensyn(["devnet", "down", "--port", str(port)], tmp_path)
+    assert "devnet stopped" in down.stdout
+
+
+def test_devnet_block_time_zero_mines_only_on_transactions(tmp_path: Path) -> None:
+    port = free_port()
+    try:
+        up = _gensyn(["devnet", "up", "--port", str(port), "--block-time", "0"], tmp_path)
+        assert up.returncode == 0, up.stderr
+        assert "on each transaction only" in up.stdout
+        w3 = Web3(Web3.HTTPProvider(f"http://127.0.0.1:{port}"))
+        number = w3.eth.block_number
+        assert not _advances_within(w3, 3)  # three 1 s blocks would have come by now
+        assert w3.eth.block_number == number
+    finally:
+        _gensyn(["devnet", "down"], tmp_path)
