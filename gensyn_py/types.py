@@ -28,6 +28,14 @@ DEVICE_CLASSES: dict[str, int] = {"cpu": 1, "cuda": 2}
 # The shard number of a round's aggregation unit (type(uint32).max in TaskPool).
 AGGREGATION_SHARD = 2**32 - 1
 
+# Upper bounds TaskPool puts on a job (`Units.MAX_*` in contracts/libraries/Units.sol): `submitJob` refuses a
+# job past one with JobParamTooLarge(field, value, max). tests/unit/test_job_bounds.py holds them equal.
+MAX_ROUNDS = 10_000
+MAX_SHARDS = 128  # training units per round, all opened in one transaction
+MAX_STEPS_PER_UNIT = 10_000_000
+MAX_SEGMENTS = 4096  # stepsPerUnit / checkpointInterval: checkpoint segments of one unit
+MAX_COMMIT_WINDOW = 30 * 24 * 3600  # seconds from claim to commit deadline (30 days)
+
 
 class JobStatus(IntEnum):
     NONE = 0

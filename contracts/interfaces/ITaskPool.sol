@@ -15,6 +15,9 @@ interface ITaskPool {
     error UnknownUnit(uint256 unitId);
     /// @notice Thrown when job parameters are malformed (`field` names the first bad one).
     error InvalidJobParams(string field);
+    /// @notice Thrown when job parameter `field` ("rounds", "shards", "stepsPerUnit", "segments" for
+    ///         stepsPerUnit / checkpointInterval, or "commitWindow") is `value`, above its bound `max`.
+    error JobParamTooLarge(string field, uint256 value, uint256 max);
     /// @notice Thrown when the caller is not the job's requester.
     error NotRequester(uint256 jobId, address caller);
     /// @notice Thrown when the job is not active.
@@ -123,6 +126,8 @@ interface ITaskPool {
     /// @notice Set the dispute resolver (owner, once).
     function wire(address resolver_) external;
     /// @notice Submit a job, escrowing units * (maxPrice + validatorsPerUnit * validatorFee).
+    /// @dev Refuses a malformed job with `InvalidJobParams` and one past the bounds (rounds, shards, steps,
+    ///      segments, commit window) with `JobParamTooLarge`, so every accepted job can be claimed and settled.
     function submitJob(JobParams calldata p) external returns (uint256 jobId);
     /// @notice Cancel a job: open and unopened units are refunded now; in-flight units finish or time out.
     function cancelJob(uint256 jobId) external;

@@ -23,6 +23,22 @@ library Units {
     /// @dev `shard` of an aggregation unit.
     uint32 internal constant AGGREGATION = type(uint32).max;
 
+    // Upper bounds on a job (docs/contracts.md, "Job parameters and their bounds"): past them a job could
+    // not be opened, claimed or settled within the protocol's arithmetic or a block's gas, so `create`
+    // refuses it with `JobParamTooLarge(field, value, max)`. gensyn_py/types.py mirrors them.
+    /// @dev Rounds of a job. With `MAX_SHARDS`, units = rounds * (shards + 1) <= 1,290,000 fits `unopened`.
+    uint32 internal constant MAX_ROUNDS = 10_000;
+    /// @dev Shards (training units) per round: opening a round writes one unit each in one transaction
+    ///      (about 25,000 gas apiece, so a phase opens in about 3.2M gas, far below a block).
+    uint32 internal constant MAX_SHARDS = 128;
+    /// @dev Training steps of one unit.
+    uint32 internal constant MAX_STEPS_PER_UNIT = 10_000_000;
+    /// @dev Checkpoint segments of one unit (stepsPerUnit / checkpointInterval): the leaves of its Merkle
+    ///      commitment and the checkpoints a solver keeps.
+    uint32 internal constant MAX_SEGMENTS = 4096;
+    /// @dev Seconds from claim to commit deadline (block.timestamp + commitWindow must fit uint64).
+    uint64 internal constant MAX_COMMIT_WINDOW = 30 days;
+
     /// @notice Check `p`, store a new job of the caller and escrow its budget:
     ///         units * (maxPricePerUnit + `feesPerUnit`). Once per job, so it runs linked, not inlined.
     function create(
@@ -38,18 +54,31 @@ library Units {
         }
         if (p.maxPricePerUnit == 0) revert ITaskPool.InvalidJobParams("maxPricePerUnit");
         if (p.commitWindow < minCommitWindow) revert ITaskPool.InvalidJobParams("commitWindow");
+        // INVARIANT: the unit count fits `unopened` (uint32) and no phase opens more units than a block holds.
+        if (p.rounds > MAX_ROUNDS) revert ITaskPool.JobParamTooLarge("rounds", p.rounds, MAX_ROUNDS);
+        if (p.shards > MAX_SHARDS) revert ITaskPool.JobParamTooLarge("shards", p.shards, MAX_SHARDS);
+        // INVARIANT: a unit's work and its commitment stay within what nodes are built to train and prove.
+        if (p.stepsPerUnit > MAX_STEPS_PER_UNIT) {
+            revert ITaskPool.JobParamTooLarge("stepsPerUnit", p.stepsPerUnit, MAX_STEPS_PER_UNIT);
+        }
+        uint32 segments = p.stepsPerUnit / p.checkpointInterval;
+        if (segments > MAX_SEGMENTS) revert ITaskPool.JobParamTooLarge("segments", segments, MAX_SEGMENTS);
+        // INVARIANT: every claim's deadline, block.timestamp + commitWindow, fits uint64 (no claim panics).
+        if (p.commitWindow > MAX_COMMIT_WINDOW) {
+            revert ITaskPool.JobParamTooLarge("commitWindow", p.commitWindow, MAX_COMMIT_WINDOW);
+        }
         uint256 units = uint256(p.rounds) * p.shards + (p.shards > 1 ? p.rounds : 0);
         budget = units * (uint256(p.maxPricePerUnit) + feesPerUnit);
         jobId = s.nextJobId++;
-        // INVARIANT: escrow totals fit their 128-bit slots.
-        if (budget > type(uint128).max) revert ITaskPool.InvalidJobParams("budget");
+        // INVARIANT: escrow totals fit their 128-bit slots (this job's and the pool's, summed with it).
+        if (budget > type(uint128).max - s.books.totalEscrow) revert ITaskPool.InvalidJobParams("budget");
         Job storage j = s.jobs[jobId];
         j.requester = msg.sender;
         j.status = JobStatus.Active;
         j.p = JobCore({
             rounds: p.rounds,
             shards: p.shards,
-            segments: p.stepsPerUnit / p.checkpointInterval,
+            segments: segments,
             deviceClass: p.deviceClass,
             minMemoryMb: p.minMemoryMb,
             minThroughput: p.minThroughput,

@@ -4,7 +4,9 @@
     escrow = units * (maxPricePerUnit + validatorsPerUnit * validatorFee)
 
 `Offer` is what a requester puts on the table per unit; `Offer.check` refuses,
-before any transaction, every term the contract would revert on. The pool's
+before any transaction, every term the contract would revert on, and
+`check_shape` every part of the job's shape (rounds, shards, steps, segments)
+past the contract's bounds (`types.MAX_*`). The pool's
 parameters are `types.PoolParams`: `TaskPool.params()` read from the chain, or
 `PoolParams.from_mapping` of a deployment record's `params` for offline estimates.
 """
@@ -15,9 +17,16 @@ from dataclasses import dataclass
 
 from gensyn_py.requester.amounts import E18, format_tokens
 from gensyn_py.requester.errors import SubmitError
-from gensyn_py.types import PoolParams
+from gensyn_py.types import (
+    MAX_COMMIT_WINDOW,
+    MAX_ROUNDS,
+    MAX_SEGMENTS,
+    MAX_SHARDS,
+    MAX_STEPS_PER_UNIT,
+    PoolParams,
+)
 
-__all__ = ["Offer", "PoolParams", "escrow_for", "unit_count"]
+__all__ = ["Offer", "PoolParams", "check_shape", "escrow_for", "unit_count"]
 
 UINT64_MAX = 2**64 - 1
 UINT128_MAX = 2**128 - 1
@@ -37,6 +46,27 @@ def escrow_for(rounds: int, shards: int, max_price_per_unit: int, params: PoolPa
     return unit_count(rounds, shards) * (max_price_per_unit + params.validators_per_unit * params.validator_fee)
 
 
+def check_shape(rounds: int, shards: int, steps_per_unit: int, checkpoint_interval: int) -> None:
+    """SubmitError naming the first part of a job's shape that `submitJob` would refuse."""
+    for name, value, most in (
+        ("rounds", rounds, MAX_ROUNDS),
+        ("shards", shards, MAX_SHARDS),
+        ("steps per unit", steps_per_unit, MAX_STEPS_PER_UNIT),
+    ):
+        if not 0 < value <= most:
+            raise SubmitError(f"{name} must be between 1 and {most:,}, got {value:,}")
+    if not 0 < checkpoint_interval <= steps_per_unit or steps_per_unit % checkpoint_interval:
+        raise SubmitError(
+            f"checkpoint interval {checkpoint_interval:,} must divide the {steps_per_unit:,} steps per unit"
+        )
+    segments = steps_per_unit // checkpoint_interval
+    if segments > MAX_SEGMENTS:
+        raise SubmitError(
+            f"{segments:,} checkpoint segments per unit (steps per unit / checkpoint interval) is more than the "
+            f"pool's {MAX_SEGMENTS:,}; raise the checkpoint interval"
+        )
+
+
 @dataclass(frozen=True)
 class Offer:
     """Per-unit terms: the most a solver may charge, the stake it locks, its time to commit."""
@@ -54,8 +84,10 @@ class Offer:
             raise SubmitError("collateral per unit is out of range")
         if not 0 <= self.min_throughput <= UINT64_MAX:
             raise SubmitError("minimum throughput is out of range")
-        if self.commit_window > UINT64_MAX:
-            raise SubmitError("commit window is out of range")
+        if self.commit_window > MAX_COMMIT_WINDOW:
+            raise SubmitError(
+                f"commit window {self.commit_window}s is above the pool's maximum of {MAX_COMMIT_WINDOW}s (30 days)"
+            )
         if self.commit_window < params.min_commit_window:
             raise SubmitError(
                 f"commit window {self.commit_window}s is below the pool's minimum of {params.min_commit_window}s"

@@ -1,12 +1,12 @@
 """Submit a job: every check first, then approve exactly what is missing, then `submitJob`.
 
 Nothing is sent until the spec parses, its dataset is in the store and fits
-the model (`validate.py`), the terms pass the pool's rules (`pricing.py`), and
-the account holds the escrow in tokens and some ether for gas. A failure on
-any of those is an error naming the problem (or the shortfall) and the chain
-is untouched. Only then is the canonical spec stored (its keccak is the
-on-chain spec hash), the allowance raised to the escrow if it is short, and
-the job submitted.
+the model (`validate.py`), the terms and the job's shape pass the pool's rules
+and bounds (`pricing.py`), and the account holds the escrow in tokens and some
+ether for gas. A failure on any of those is an error naming the problem (or
+the shortfall) and the chain is untouched. Only then is the canonical spec
+stored (its keccak is the on-chain spec hash), the allowance raised to the
+escrow if it is short, and the job submitted.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gensyn_py.errors import ChainError
 from gensyn_py.requester.amounts import format_tokens
 from gensyn_py.requester.errors import InsufficientFunds, SubmitError
-from gensyn_py.requester.pricing import UINT128_MAX, Offer, escrow_for, unit_count
+from gensyn_py.requester.pricing import UINT128_MAX, Offer, check_shape, escrow_for, unit_count
 from gensyn_py.requester.validate import validate_job
 from gensyn_py.types import DEVICE_CLASSES, JobParams, PoolParams
 
@@ -69,6 +69,7 @@ def quote(requester: Requester, spec: JobSpec, offer: Offer) -> Quote:
     """Check the terms against the pool and the escrow against the account; raises before any transaction."""
     params = requester.pool_params()
     offer.check(params)
+    check_shape(spec.rounds, spec.shards, spec.steps_per_unit, spec.checkpoint_interval)
     units = unit_count(spec.rounds, spec.shards)
     escrow = escrow_for(spec.rounds, spec.shards, offer.max_price_per_unit, params)
     if escrow > UINT128_MAX:
