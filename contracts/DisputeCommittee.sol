@@ -11,6 +11,9 @@ import {Dispute} from "./types/Dispute.sol";
 /// @title DisputeCommittee: a random committee of staked validators replays the disputed segment and votes.
 /// @notice Stand-in for the on-chain bisection referee. Holds no tokens: TaskPool moves all money.
 contract DisputeCommittee is IDisputeResolver, Ownable {
+    /// @dev Most candidates the draw sweeps after its random picks (keeps the draw's gas bounded).
+    uint256 internal constant SWEEP_LIMIT = 64;
+
     INodeRegistry public immutable registry;
     ITaskPool public taskPool;
     uint8 public immutable committeeSize;
@@ -65,9 +68,13 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         uint256 n = registry.validatorCount(d.deviceClass);
         uint256 want = committeeSize;
         for (uint256 a; a < want * 4 && d.members.length < want && n > 0; ++a) {
-            address m = registry.validatorAt(d.deviceClass, uint256(keccak256(abi.encode(seed, a))) % n);
-            if (m == d.solver || m == d.opener || registry.bondedOf(m) == 0 || _isMember(d, m)) continue;
-            d.members.push(m);
+            _tryAdd(d, registry.validatorAt(d.deviceClass, uint256(keccak256(abi.encode(seed, a))) % n));
+        }
+        // Few candidates: the random picks collide and can leave seats empty although enough eligible
+        // validators exist. Sweep on from a random offset; bounded, so the gas does not grow with the set.
+        uint256 start = uint256(seed);
+        for (uint256 k; k < n && k < SWEEP_LIMIT && d.members.length < want; ++k) {
+            _tryAdd(d, registry.validatorAt(d.deviceClass, (start + k) % n));
         }
         emit CommitteeDrawn(id, d.members);
     }
@@ -137,6 +144,12 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         d = _disputes[id];
         if (d.openBlock == 0) revert UnknownDispute(id);
         if (d.resolved) revert DisputeClosed(id);
+    }
+
+    /// @dev Seat `m` unless it is a party to the dispute, holds no stake, or already sits.
+    function _tryAdd(Dispute storage d, address m) internal {
+        if (m == d.solver || m == d.opener || registry.bondedOf(m) == 0 || _isMember(d, m)) return;
+        d.members.push(m);
     }
 
     function _isMember(Dispute storage d, address m) internal view returns (bool) {

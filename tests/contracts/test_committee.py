@@ -75,3 +75,28 @@ def test_no_quorum_reopens_the_unit_and_slashes_nobody(proto: Protocol) -> None:
         assert p.registry.functions.bondedOf(a.address).call() == 1000 * E18
         assert p.registry.functions.lockedOf(a.address).call() == 0
     assert p.registry.functions.reputationOf(members[1]).call()[1] == 1  # a silent member is marked missed
+
+
+def test_committee_is_full_whenever_enough_eligible_validators_exist(proto: Protocol) -> None:
+    """Five validators, one without stake, one the opener: exactly three can sit, and all three must.
+
+    Twelve random picks among five collide often enough (about one draw in five here) to leave a seat empty;
+    the draw must still seat every eligible validator it needs."""
+    p = proto
+    idle = p.accounts[7]
+    p.tx(idle, p.registry.functions.unbond(p.registry.functions.bondedOf(idle.address).call()))
+    w = Work.honest(4)
+    for _ in range(8):
+        unit_id = p.pool.functions.nextUnitId().call()
+        p.submit(p.accounts[1], collateralPerUnit=10 * E18)  # the solver's stake covers all eight
+        claim_and_commit(p, unit_id, p.accounts[2], w)
+        opener = p.unit(unit_id)["validators"][0]
+        commit_verdicts(p, unit_id, {opener: (False, keccak(b"wrong"))})
+        p.advance(p.params["verdictCommitWindow"] + 1)
+        reveal(p, unit_id, opener, False, keccak(b"wrong"), w)
+        did = p.unit(unit_id)["disputeId"]
+        p.mine(2)
+        p.tx(p.accounts[9], p.committee.functions.drawCommittee(did))
+        members = p.committee.functions.membersOf(did).call()
+        assert len(members) == 3 and len(set(members)) == 3
+        assert opener not in members and idle.address not in members and p.accounts[2].address not in members
