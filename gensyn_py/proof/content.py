@@ -44,14 +44,16 @@ class JobContent:
     _manifests: dict[str, Manifest] = field(default_factory=dict)
 
     def spec(self, job_id: int) -> JobSpec:
-        from gensyn_py.train.spec import parse_spec
+        from gensyn_py.train.spec import parse_spec_bytes
 
         if job_id not in self._specs:
             job = self.view.job(job_id)
-            spec = parse_spec(self.store.get(job.spec_cid, self.timeout))
-            if spec.spec_hash() != job.spec_hash:
-                raise SpecError(f"job {job_id}: the spec at {job.spec_cid} does not hash to the on-chain spec hash")
-            self._specs[job_id] = spec
+            # One definition of a spec: the on-chain hash covers the exact stored bytes, checked before parsing.
+            data = self.store.get(job.spec_cid, self.timeout)
+            try:
+                self._specs[job_id] = parse_spec_bytes(data, job.spec_hash)
+            except SpecError as e:
+                raise SpecError(f"job {job_id}, spec {job.spec_cid}: {e}") from None
         return self._specs[job_id]
 
     def dataset(self, job_id: int) -> Dataset:

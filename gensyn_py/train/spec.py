@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from gensyn_py.errors import SpecError
+from gensyn_py.types import MAX_ROUNDS, MAX_SEGMENTS, MAX_SHARDS, MAX_STEPS_PER_UNIT
 
 SPEC_VERSION = 1
 MAX_DATASET_BYTES = 512 * 1024 * 1024
@@ -79,15 +80,17 @@ class JobSpec(_Strict):
     optimizer: OptimizerSpec
     schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
     batch_size: int = Field(gt=0, le=65536)
-    steps_per_unit: int = Field(gt=0, le=10_000_000)
+    steps_per_unit: int = Field(gt=0, le=MAX_STEPS_PER_UNIT)
     checkpoint_interval: int = Field(gt=0)
     seed: int = Field(ge=0, lt=2**63)
-    rounds: int = Field(default=1, gt=0, le=10_000)
-    shards: int = Field(default=1, gt=0, le=10_000)
+    rounds: int = Field(default=1, gt=0, le=MAX_ROUNDS)
+    shards: int = Field(default=1, gt=0, le=MAX_SHARDS)
     mode: Literal["exact", "repro"] = "exact"
     threads: int = Field(default=1, gt=0, le=256)
     hardware: HardwareSpec = Field(default_factory=HardwareSpec)
     dataset: DatasetSpec
+    # keccak256 of the exact bytes this spec was parsed from (`parse_spec_bytes`): the on-chain spec hash.
+    _source_hash: bytes | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _consistent(self) -> JobSpec:
@@ -105,6 +108,9 @@ class JobSpec(_Strict):
                 f"checkpoint_interval {self.checkpoint_interval} must divide "
                 f"steps_per_unit {self.steps_per_unit}"
             )
+        if self.steps_per_unit // self.checkpoint_interval > MAX_SEGMENTS:
+            raise ValueError(f"{self.steps_per_unit // self.checkpoint_interval} checkpoint segments per unit; "
+                             f"at most {MAX_SEGMENTS}")
         if self.schedule.warmup_steps > self.steps_per_unit * self.rounds:
             raise ValueError("schedule.warmup_steps exceeds the job's total steps")
         if self.dataset.num_examples < self.shards:
@@ -116,11 +122,16 @@ class JobSpec(_Strict):
         return self.steps_per_unit // self.checkpoint_interval
 
     def canonical_bytes(self) -> bytes:
-        """Sorted-key compact JSON, UTF-8: the bytes that spec_hash covers."""
+        """Sorted-key compact JSON, UTF-8: the bytes a requester stores (and hashes) for a spec it built."""
         return canonical_json(self.model_dump(mode="json"))
 
     def spec_hash(self) -> bytes:
-        """keccak256 of the canonical bytes: the bytes32 spec hash used on-chain."""
+        """The bytes32 spec hash used on-chain: keccak256 of the exact bytes stored under the job's specCid.
+
+        For a spec parsed from those bytes (`parse_spec_bytes`) that is their hash, whatever their formatting;
+        for one built here, the hash of its canonical bytes, which is what the requester stores."""
+        if self._source_hash is not None:
+            return self._source_hash
         from gensyn_py.crypto.hashing import keccak256
 
         return keccak256(self.canonical_bytes())
@@ -137,6 +148,21 @@ def _describe(err: ValidationError) -> str:
         where = ".".join(str(p) for p in e["loc"]) or "spec"
         parts.append(f"{where}: {e['msg']}")
     return "; ".join(parts)
+
+
+def parse_spec_bytes(data: bytes, expected_hash: bytes | None = None) -> JobSpec:
+    """Parse the exact bytes stored under a job's specCid; the spec's hash is then keccak256 of those bytes.
+
+    With `expected_hash` (the on-chain spec hash), the bytes are checked before they are parsed."""
+    from gensyn_py.crypto.hashing import keccak256
+
+    digest = keccak256(data)
+    if expected_hash is not None and digest != expected_hash:
+        raise SpecError(f"the spec bytes hash to 0x{digest.hex()}, "
+                        f"not to the on-chain spec hash 0x{expected_hash.hex()}")
+    spec = parse_spec(data)
+    spec._source_hash = digest  # a private attribute: allowed on the frozen model
+    return spec
 
 
 def parse_spec(data: bytes | str | dict[str, Any]) -> JobSpec:

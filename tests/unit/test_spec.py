@@ -125,3 +125,28 @@ def test_string_where_number_expected_rejected() -> None:
 def test_canonical_json_rejects_nan() -> None:
     with pytest.raises(ValueError):
         canonical_json({"x": float("nan")})
+
+
+def test_spec_hash_covers_the_exact_stored_bytes_whatever_their_formatting() -> None:
+    """A spec as an outside client writes it (indented, `0` for a float, keys in its own order) is the spec
+    whose hash is keccak256 of those bytes; the same content in canonical form hashes differently."""
+    from gensyn_py.crypto.hashing import keccak256
+    from gensyn_py.train.spec import parse_spec_bytes
+
+    d = spec_dict()
+    d["optimizer"]["weight_decay"] = 0
+    raw = json.dumps(dict(reversed(list(d.items()))), indent=2).encode()
+    spec = parse_spec_bytes(raw, keccak256(raw))
+    assert spec.spec_hash() == keccak256(raw)
+    assert spec.optimizer.weight_decay == 0.0
+    assert parse_spec(raw).spec_hash() == keccak256(spec.canonical_bytes()) != keccak256(raw)
+
+
+def test_spec_bytes_that_do_not_hash_to_the_on_chain_hash_are_refused_before_parsing() -> None:
+    from gensyn_py.crypto.hashing import keccak256
+    from gensyn_py.train.spec import parse_spec_bytes
+
+    raw = b"not even json"
+    with pytest.raises(SpecError, match="not to the on-chain spec hash") as e:
+        parse_spec_bytes(raw, keccak256(b"something else"))
+    assert "0x" + keccak256(raw).hex() in str(e.value)
