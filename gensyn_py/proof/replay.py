@@ -121,7 +121,10 @@ def _replay(
     if j == 0 and state_hash(trainer.state_dict()) != start_hash:
         return _reject(j, "segment 0 does not start from the round's agreed initial state")
     state = decode_state(data)
-    step = int(state["cursor"][2])
+    try:
+        step = int(state["cursor"][2])
+    except (IndexError, ValueError, RuntimeError) as e:
+        return _reject(j, f"start checkpoint has a malformed cursor: {e}")
     if step != j * spec.checkpoint_interval:
         return _reject(j, f"start checkpoint is at step {step}, expected {j * spec.checkpoint_interval}")
     trainer.load_state_dict(state)

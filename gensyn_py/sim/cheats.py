@@ -163,6 +163,27 @@ def uncommitted_checkpoint(spec: JobSpec, dataset: Dataset, store: ContentStore,
     return UnitCommitment(honest.checkpoint_root, honest.final_state_hash, published.manifest_cid, fake)
 
 
+def _misshapen(prefix: str) -> Solve:
+    def cheat(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+              shard: int) -> UnitCommitment:
+        """Commits (root, hashes and all) a start checkpoint whose first `prefix` tensor has the wrong shape."""
+        import torch
+
+        from gensyn_py.proof.state import decode_state
+
+        m = solve(spec, dataset, store, job_id, round_, shard).manifest
+        state = decode_state(store.get(m.checkpoint_cids[FAKED_SEGMENT]))
+        key = sorted(k for k in state if k.startswith(prefix))[0]
+        state[key] = torch.zeros(state[key].numel() + 1, dtype=torch.float32)
+        bad = encode_state(state)
+        cids, hashes = list(m.checkpoint_cids), list(m.state_hashes)
+        cids[FAKED_SEGMENT] = store.put(bad)
+        hashes[FAKED_SEGMENT] = state_hash_of_bytes(bad)
+        return publish(replace(m, checkpoint_cids=tuple(cids), state_hashes=tuple(hashes)), store)
+
+    return cheat
+
+
 def _alter(data: bytes) -> bytes:
     from gensyn_py.proof.state import decode_state
 
@@ -183,4 +204,6 @@ CHEATS: dict[str, Solve] = {
     "wrong_lr": wrong_lr,
     "tampered_checkpoint": tampered_checkpoint,
     "uncommitted_checkpoint": uncommitted_checkpoint,
+    "misshapen_weights": _misshapen("model/"),
+    "misshapen_optimizer_state": _misshapen("optim/"),
 }

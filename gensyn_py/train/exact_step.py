@@ -77,5 +77,8 @@ class ExactStep:
             pname, _, field = key[len("optim/"):].rpartition("/")
             if pname not in params:
                 raise TrainingError(f"optimizer state for unknown parameter {pname!r}")
+            want = () if field == "step" else tuple(params[pname].shape)
+            if (value.numel() != 1) if field == "step" else (tuple(value.shape) != want):
+                raise TrainingError(f"optimizer state {key!r} has shape {tuple(value.shape)}, expected {want}")
             dev = "cpu" if field == "step" else self.device
             self.optimizer.state[params[pname]][field] = value.clone().to(dev)

@@ -159,6 +159,9 @@ class ReproStep:
             pname, _, field = key[len("optim/"):].rpartition("/")
             if pname not in self.prog.names or field not in FLAT_KEYS[o] + SCALAR_KEYS[o]:
                 raise TrainingError(f"unexpected optimizer state {key!r} in repro mode")
+            want = tuple(self.prog.shapes[self.prog.names.index(pname)])
+            if (tuple(value.shape) != want) if field in FLAT_KEYS[o] else (value.numel() != 1):
+                raise TrainingError(f"optimizer state {key!r} has shape {tuple(value.shape)}, expected {want}")
             by_key.setdefault(field, {})[pname] = value
         opt: dict[str, torch.Tensor] = {}
         for field, parts in by_key.items():

@@ -160,16 +160,26 @@ class Trainer:
         return state
 
     def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
-        """Restore a state from `state_dict()`; the cursor must name this unit."""
+        """Restore a state from `state_dict()`; the cursor must name this unit.
+
+        A state that does not fit this unit's layout (a missing or misshapen tensor, a bad cursor or RNG
+        state) raises `TrainingError`: it came from a checkpoint, so it is the checkpoint's fault."""
         import torch
 
-        cursor = [int(v) for v in state["cursor"].tolist()]
-        if cursor[:2] != [self.round, self.shard]:
-            raise TrainingError(f"state belongs to round/shard {cursor[:2]}, not {[self.round, self.shard]}")
-        model_sd = {k[len("model/"):]: v for k, v in state.items() if k.startswith("model/")}
-        self.model.load_state_dict(model_sd)
-        self.engine.load_optim_state({k: v for k, v in state.items() if k.startswith("optim/")})
-        self.generator.set_state(state["rng"].to(torch.uint8).clone())
+        try:
+            cursor = [int(v) for v in state["cursor"].tolist()]
+            steps = self.spec.steps_per_unit
+            if len(cursor) != 3 or cursor[:2] != [self.round, self.shard] or not 0 <= cursor[2] <= steps:
+                raise TrainingError(f"state cursor {cursor} does not name a step of round/shard "
+                                    f"{[self.round, self.shard]}")
+            model_sd = {k[len("model/"):]: v for k, v in state.items() if k.startswith("model/")}
+            self.model.load_state_dict(model_sd)
+            self.engine.load_optim_state({k: v for k, v in state.items() if k.startswith("optim/")})
+            self.generator.set_state(state["rng"].to(torch.uint8).clone())
+        except torch.OutOfMemoryError:
+            raise  # this node's own trouble, not the state's
+        except (KeyError, IndexError, ValueError, TypeError, RuntimeError) as e:
+            raise TrainingError(f"state does not fit this unit: {_first_line(e)}") from None
         self.step = cursor[2]
 
     def weights(self) -> dict[str, torch.Tensor]:
@@ -187,3 +197,9 @@ def _bar(total: int):  # type: ignore[no-untyped-def]
     from tqdm import tqdm
 
     return tqdm(total=total, unit="step", leave=False)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    line = text[0] if text else type(e).__name__
+    return line if len(line) <= 300 else line[:297] + "..."
