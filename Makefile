@@ -32,8 +32,8 @@ test: setup lint
 # Python: ruff, mypy, the import layers (pyproject.toml's importlinter contract);
 # Solidity: prettier (prettier-plugin-solidity) and solhint, pinned in package.json.
 lint: setup
-	$(PY) -m ruff check gensyn_py scripts tests bench
-	$(PY) -m mypy gensyn_py scripts bench
+	$(PY) -m ruff check gensyn_py scripts tests bench examples
+	$(PY) -m mypy gensyn_py scripts bench examples
 	$(VENV)/bin/lint-imports
 	npm run --silent lint:sol
 
