@@ -145,3 +145,83 @@ def challenger_run(settings: Settings, audit_fraction: float, max_segments: int,
     daemon = ChallengerDaemon(config, device=opts["device"], audit_fraction=audit_fraction,
                               max_segments=max_segments)
     raise SystemExit(daemon.run_forever())
+
+
+# -- quarantine: jobs a daemon set aside (see gensyn_py/node/quarantine.py) ----------------------
+
+
+def _state_path(role: str, state_dir: Path | None, key: str | None, address: str | None) -> Path:
+    from gensyn_py.errors import ConfigError
+
+    if state_dir is None:
+        if address is None and key:
+            from gensyn_py.chain.accounts import from_private_key
+
+            address = str(from_private_key(key).address)
+        if address is None:
+            raise ConfigError("which daemon? pass --state-dir, --address or --key (or set GENSYN_KEY)")
+        state_dir = Path(".gensyn") / f"{role}-{address.lower().removeprefix('0x')[:8]}"
+    path = state_dir / "state.sqlite"
+    if not path.exists():
+        raise ConfigError(f"no daemon state at {path}")
+    return path
+
+
+def quarantine_options(fn: F) -> F:
+    for option in reversed([
+        click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="The daemon's state folder (default .gensyn/<role>-<address>)."),
+        click.option("--key", envvar="GENSYN_KEY", default=None, help="The daemon's private key, to find its folder."),
+        click.option("--address", default=None, help="The daemon's address, to find its folder."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def quarantine_group(role: str) -> click.Group:
+    """`gensyn <role> quarantine list|clear`: read and release the jobs a daemon quarantined."""
+
+    @click.group("quarantine")
+    def group() -> None:
+        """Jobs this daemon set aside (bad content, unfit, crashed) and retries with backoff."""
+
+    @group.command("list")
+    @quarantine_options
+    @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+    def list_cmd(state_dir: Path | None, key: str | None, address: str | None, as_json: bool) -> None:
+        """List quarantined jobs with their reason and next retry."""
+        import json
+        import time
+
+        from gensyn_py.node.quarantine import Quarantine
+        from gensyn_py.node.state import DaemonState
+
+        with DaemonState(_state_path(role, state_dir, key, address), readonly=True) as state:
+            entries = Quarantine(state).entries()
+        for e in entries:
+            if as_json:
+                click.echo(json.dumps(e.to_json()))
+            else:
+                wait = max(0.0, e.retry_at - time.time())
+                click.echo(f"job {e.job}  unit {e.unit}  attempts {e.attempts}  retry in {wait:.0f}s  {e.reason}")
+        if not entries and not as_json:
+            click.echo("no job in quarantine")
+
+    @group.command("clear")
+    @quarantine_options
+    @click.argument("job", type=int, required=False)
+    def clear_cmd(state_dir: Path | None, key: str | None, address: str | None, job: int | None) -> None:
+        """Release JOB (or every job) from quarantine: it is tried again at the next cycle."""
+        from gensyn_py.node.quarantine import Quarantine
+        from gensyn_py.node.state import DaemonState
+
+        with DaemonState(_state_path(role, state_dir, key, address), lock=False) as state:
+            removed = Quarantine(state).clear(job)
+        click.echo(f"released {removed} job(s)")
+
+    return group
+
+
+solver.add_command(quarantine_group("solver"))
+validator.add_command(quarantine_group("validator"))
+challenger.add_command(quarantine_group("challenger"))

@@ -15,6 +15,7 @@ import math
 import random
 import secrets
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from gensyn_py.errors import ContractRevert
@@ -56,7 +57,7 @@ class ChallengerDaemon(NodeDaemon):
             if unit.status is not UnitStatus.VERIFIED or self.view.now() > unit.deadline:
                 self.unfollow("audit", unit_id)
                 continue
-            self._audit(unit)
+            self.isolated(unit.job_id, unit_id, partial(self._audit, unit))
         for unit_id, dispute_id in self.followed("challenged"):
             d = self.committee.get_dispute(int(dispute_id))
             if d.resolved:

@@ -40,10 +40,15 @@ class DaemonMetrics:
         )
         self._cycle_seconds = Histogram("gensyn_cycle_seconds", "Duration of one cycle", labels, registry=r)
         self._backoff = Gauge("gensyn_backoff_seconds", "Wait before the next cycle", labels, registry=r)
+        self._quarantined = Counter(
+            "gensyn_quarantined", "Jobs quarantined, by error class", [*labels, "kind"], registry=r
+        )
+        self._quarantine_size = Gauge("gensyn_quarantine_jobs", "Jobs now in quarantine", labels, registry=r)
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
         # Touch the unlabelled-by-kind series so they show as 0 from the start.
-        for metric in (self._units_done, self._earnings, self._last_block, self._cycles, self._backoff):
+        for metric in (self._units_done, self._earnings, self._last_block, self._cycles, self._backoff,
+                       self._quarantine_size):
             metric.labels(daemon=daemon)
 
     # -- updates -----------------------------------------------------------------------------
@@ -78,6 +83,12 @@ class DaemonMetrics:
 
     def cycle_error(self, triage: str, kind: str) -> None:
         self._cycle_errors.labels(daemon=self.daemon, triage=triage, kind=kind).inc()
+
+    def quarantined(self, kind: str) -> None:
+        self._quarantined.labels(daemon=self.daemon, kind=kind).inc()
+
+    def set_quarantine_size(self, n: int) -> None:
+        self._quarantine_size.labels(daemon=self.daemon).set(n)
 
     def set_backoff(self, seconds: float) -> None:
         self._backoff.labels(daemon=self.daemon).set(seconds)

@@ -15,9 +15,9 @@ is expected and ignored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from eth_account.signers.local import LocalAccount
 
@@ -27,12 +27,14 @@ from gensyn_py.errors import ContractRevert
 from gensyn_py.node.daemon import Daemon
 from gensyn_py.node.hardware import HardwareProfile
 from gensyn_py.node.metrics import DaemonMetrics
+from gensyn_py.node.quarantine import Quarantine, is_network_error
 from gensyn_py.node.state import DaemonState
 from gensyn_py.proof.content import JobContent
 from gensyn_py.storage.base import ContentStore
 from gensyn_py.types import Unit, UnitStatus
 
 E18 = 10**18
+T = TypeVar("T")
 
 # Reverts that mean "someone else already did it" or "not yet": a keeper moves on.
 BENIGN_REVERTS = frozenset({
@@ -83,11 +85,13 @@ class NodeDaemon(Daemon):
         self.registry = protocol.registry(self.sender)
         self.token = protocol.token(self.sender)
         self.committee = protocol.committee(self.sender)
+        self.quarantine = Quarantine(config.state)
 
     # -- joining the network -----------------------------------------------------------------
 
     def on_start(self) -> None:
         """Register with this role and the measured hardware, approve, and stake up to the target."""
+        self.quarantine_leftovers()
         hw = self.config.hardware
         if self.registry.roles_of(self.address) == 0:
             self.once(("register",), lambda: self.registry.register(self.role_bits, hw.declared()),
@@ -117,6 +121,45 @@ class NodeDaemon(Daemon):
     def followed(self, group: str) -> list[tuple[int, Any]]:
         prefix = f"{group}:"
         return [(int(k[len(prefix):]), self.state.get(k)) for k in self.state.keys(prefix)]
+
+    # -- per-job isolation (see node/quarantine.py) -------------------------------------------
+
+    def quarantine_leftovers(self) -> None:
+        """A handler the previous process died in (its marker is still there) quarantines its job."""
+        for job, unit in self.quarantine.leftovers():
+            self.quarantine_job(job, unit, "crashed: the daemon stopped inside this unit's handler")
+
+    def quarantine_job(self, job: int, unit: int | None, reason: str) -> None:
+        entry = self.quarantine.put(job, unit, reason)
+        self.metrics.quarantined(reason.split(":", 1)[0])
+        self.metrics.set_quarantine_size(len(self.quarantine.entries()))
+        self.log.warning("unit.quarantined", job=job, unit=unit, reason=reason, attempts=entry.attempts,
+                         retry_in_s=round(entry.retry_at - self.quarantine.clock(), 1))
+
+    def isolated(self, job: int, unit: int, fn: Callable[[], T]) -> T | None:
+        """Run one unit's handler in isolation: None if the job is quarantined or gets quarantined now.
+
+        Network errors (chain, store unreachable) propagate to the cycle's triage;
+        any other exception quarantines the job with its own backoff, and the caller
+        goes on to the next unit. A job that handled cleanly leaves quarantine.
+        """
+        if self.quarantine.blocked(job):
+            return None
+        marker = self.quarantine.mark(job, unit)
+        try:
+            result = fn()
+        except Exception as exc:
+            if is_network_error(exc) or self.stopping:
+                raise
+            self.quarantine_job(job, unit, f"{type(exc).__name__}: {_first_line(exc)}")
+            return None
+        finally:
+            self.state.delete(marker)
+        if self.quarantine.get(job) is not None:
+            self.quarantine.clear(job)
+            self.metrics.set_quarantine_size(len(self.quarantine.entries()))
+            self.log.info("unit.released", job=job, unit=unit)
+        return result
 
     # -- keeper duties -----------------------------------------------------------------------
 
@@ -183,6 +226,11 @@ class NodeDaemon(Daemon):
 
     def units(self, ids: Iterable[int]) -> list[Unit]:
         return [self.view.unit(i) for i in ids]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def warm_up() -> None:

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gensyn_py.errors import ContractRevert, GensynError, SpecError, TrainingError
+from gensyn_py.errors import ContractRevert, TrainingError
 from gensyn_py.node.daemon import Handler, Triage
+from gensyn_py.node.preflight import check_shape, preflight
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.commitment import UnitCommitment
-from gensyn_py.types import DEVICE_CLASSES, ROLE_SOLVER, Unit, UnitStatus
+from gensyn_py.types import AGGREGATION_SHARD, DEVICE_CLASSES, ROLE_SOLVER, JobParams, Unit, UnitStatus
 
 if TYPE_CHECKING:
     import torch
@@ -50,6 +52,7 @@ class SolverDaemon(NodeDaemon):
         self.records_dir = records_dir
         self.records_dir.mkdir(parents=True, exist_ok=True)
         self.device = device
+        self._fit: dict[int, tuple[JobParams | None, int | None]] = {}  # job -> preflight passed (params, segments)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -76,7 +79,7 @@ class SolverDaemon(NodeDaemon):
         for unit in self.units(i for i, _ in self.followed("mine")):
             if self.stopping:
                 return
-            self._advance_mine(unit)
+            self.isolated(unit.job_id, unit.unit_id, partial(self._advance_mine, unit))
         # Other solvers' units are kept moving until final: a solver that vanished after committing
         # leaves nobody else to draw its validators or finalize; a timed-out unit comes back open.
         for unit in self.units(i for i, _ in self.followed("watch")):
@@ -103,27 +106,67 @@ class SolverDaemon(NodeDaemon):
     # -- claiming ----------------------------------------------------------------------------
 
     def _claim_next(self) -> None:
-        my_class = DEVICE_CLASSES[self.config.hardware.device_class]
         for unit_id, _ in sorted(self.followed("open")):
+            if self.stopping:
+                return
             unit = self.view.unit(unit_id)
             if unit.status is not UnitStatus.OPEN:
                 self.unfollow("open", unit_id)
                 continue
-            try:
-                spec = self.content.spec(unit.job_id)
-            except (SpecError, GensynError) as e:
-                if isinstance(e, SpecError):
-                    self.log.warning("unit.bad_spec", unit=unit_id, error=str(e))
-                    self.unfollow("open", unit_id)
-                    continue
-                raise
-            if DEVICE_CLASSES[spec.hardware.device_class] != my_class:
-                self.unfollow("open", unit_id)
+            if self.quarantine.blocked(unit.job_id):
+                continue  # its own backoff; later units go on
+            fit = self.isolated(unit.job_id, unit_id, partial(self.preflight, unit))
+            if fit is None:
+                continue  # quarantined now
+            if not fit:
+                self.unfollow("open", unit_id)  # another device class: not for us
                 continue
             if not self.pool.claim_score(self.address, unit_id).eligible:
                 continue  # the required score falls over the claim window; try again next cycle
             if self._claim(unit):
                 return
+
+    # -- preflight: claim only what this node can finish (see node/preflight.py) ---------------
+
+    def preflight(self, unit: Unit) -> bool:
+        """False if the unit is for another device class; raises `UnfitJob` (or the content's error) if unfit.
+
+        The job-level checks (content fetched and verified, labels, memory, time) run once
+        per job and are cached; the unit's round and shard are checked each time.
+        """
+        spec = self.content.spec(unit.job_id)
+        if DEVICE_CLASSES[spec.hardware.device_class] != DEVICE_CLASSES[self.config.hardware.device_class]:
+            return False
+        if unit.job_id not in self._fit:
+            params = self.job_params(unit.job_id)
+            segments = None if unit.shard == AGGREGATION_SHARD else self.pool.num_segments(unit.unit_id)
+            dataset = self.content.dataset(unit.job_id)
+            est = preflight(spec, dataset, self.config.hardware, unit, segments, params)
+            self._fit[unit.job_id] = (params, segments)
+            self.log.info("unit.preflight", job=unit.job_id, unit=unit.unit_id, params=est.params,
+                          memory_mb=round(est.memory_mb, 1), est_s=round(est.seconds, 2),
+                          window_s=None if params is None else params.commit_window)
+        params, segments = self._fit[unit.job_id]
+        check_shape(spec, unit, None if unit.shard == AGGREGATION_SHARD else segments, params)
+        return True
+
+    def job_params(self, job_id: int) -> JobParams | None:
+        """The job's `submitJob` parameters, decoded from its transaction (None if sent another way)."""
+        contract = self.protocol["TaskPool"]
+        logs = contract.events["JobSubmitted"]().get_logs(argument_filters={"jobId": job_id},
+                                                           from_block=self.view.from_block)
+        if not logs:
+            return None
+        tx = self.protocol.w3.eth.get_transaction(logs[0]["transactionHash"])
+        try:
+            fn, args = contract.decode_function_input(tx["input"])
+            if fn.fn_name != "submitJob" or tx["to"] != contract.address:
+                return None
+            raw = next(iter(args.values()))
+            values = tuple(raw.values()) if isinstance(raw, Mapping) else tuple(raw)
+            return JobParams.from_abi(values)
+        except (ValueError, TypeError, KeyError, StopIteration):
+            return None  # a contract or multisig submitted it: the shape is checked from the unit alone
 
     def _claim(self, unit: Unit) -> bool:
         key = ("claim", unit.unit_id, unit.opened_at)

@@ -101,7 +101,8 @@ class StateCursor:
 class DaemonState:
     """SQLite-backed local state of one daemon. Thread-safe; one writing process."""
 
-    def __init__(self, path: Path | str, *, readonly: bool = False) -> None:
+    def __init__(self, path: Path | str, *, readonly: bool = False, lock: bool = True) -> None:
+        """`lock=False` opens for writing beside the running daemon (an operator's `quarantine clear`)."""
         self.path = Path(path)
         self.readonly = readonly
         self._lock = threading.RLock()
@@ -112,7 +113,8 @@ class DaemonState:
                 self._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._take_lock()
+                if lock:
+                    self._take_lock()
                 self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=FULL")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from eth_abi import encode
@@ -73,11 +74,13 @@ class ValidatorDaemon(NodeDaemon):
         for unit_id, task in self.followed("drawn"):
             if self.stopping:
                 return
-            self._verdict(self.view.unit(unit_id), task)
+            unit = self.view.unit(unit_id)
+            self.isolated(unit.job_id, unit_id, partial(self._verdict, unit, task))
         for dispute_id, info in self.followed("dispute"):
             if self.stopping:
                 return
-            self._serve(dispute_id, info)
+            job = self.view.unit(int(info["unit"])).job_id
+            self.isolated(job, int(info["unit"]), partial(self._serve, dispute_id, info))
         self.claim_credit()
 
     # -- verdicts ----------------------------------------------------------------------------

@@ -1,0 +1,137 @@
+"""Preflight: before a solver claims a unit it checks that it can finish it.
+
+- the spec and dataset are fetched and checked against the chain (`JobContent`);
+- the on-chain job shape matches the spec: the unit's round and shard lie inside
+  the spec's, the pool's segment count for the unit is the spec's, and, when the
+  `submitJob` call can be decoded from its transaction, rounds, shards, steps per
+  unit, checkpoint interval and device class equal the spec's;
+- the dataset's labels fit the model (classes, or the vocabulary of a language model);
+- the model fits the node's memory: parameters x 4 bytes x (weights, gradients and
+  two Adam moments) plus activations at the batch size, under 80% of `memory_mb`;
+- the training fits the commit window at the node's measured throughput, with a margin.
+
+A failed check raises `UnfitJob`; the solver quarantines the job and does not claim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from gensyn_py.errors import GensynError
+from gensyn_py.types import AGGREGATION_SHARD, JobParams, Unit
+
+if TYPE_CHECKING:
+    from gensyn_py.node.hardware import HardwareProfile
+    from gensyn_py.train.data import Dataset
+    from gensyn_py.train.spec import JobSpec
+
+BYTES_PER_VALUE = 4
+STATE_FACTOR = 4  # weights, gradients, Adam's two moments
+MEMORY_SHARE = 0.8  # of the node's measured memory a unit may use
+TIME_MARGIN = 2.0  # the estimate times this must fit the window
+STEP_OVERHEAD_S = 0.002  # Python and framework cost of one step, whatever its size
+
+
+class UnfitJob(GensynError):
+    """This node cannot finish this job: its content or shape is wrong, or it does not fit."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    params: int
+    flops_per_step: int
+    memory_mb: float
+    seconds: float
+
+
+def estimate(spec: JobSpec, throughput_mflops: int) -> Estimate:
+    """Parameters, FLOPs per step, memory (MiB) and seconds for one unit of `spec` on this node."""
+    from gensyn_py.train.models import make_config
+    from gensyn_py.train.models.cnn import CNNConfig
+    from gensyn_py.train.models.mlp import MLPConfig
+    from gensyn_py.train.models.transformer import TransformerConfig
+
+    cfg: Any = make_config(spec.model.family, spec.model.sizes)
+    b = spec.batch_size
+    if isinstance(cfg, MLPConfig):
+        widths = [cfg.in_features] + [cfg.hidden] * cfg.depth + [cfg.num_classes]
+        params = sum(x * y + y for x, y in pairwise(widths))
+        flops, acts = 6 * params, sum(widths)
+    elif isinstance(cfg, CNNConfig):
+        c, s, half = cfg.channels, cfg.image_size, cfg.image_size // 2
+        params = (10 * c) + (9 * c * c + c) + (c * half * half * cfg.num_classes + cfg.num_classes)
+        flops = 6 * ((9 * c + 9 * c * c) * s * s + c * half * half * cfg.num_classes)
+        acts = 3 * c * s * s + cfg.num_classes
+    elif isinstance(cfg, TransformerConfig):
+        d, v, t = cfg.d_model, cfg.vocab_size, cfg.seq_len
+        params = v * d + t * d + cfg.n_layers * (12 * d * d + 13 * d) + 2 * d + d * v + v
+        flops = (6 * params + 6 * cfg.n_layers * t * d) * t
+        acts = t * (cfg.n_layers * (16 * d + 2 * cfg.n_heads * t) + 2 * v)
+    else:  # an unknown family: count nothing rather than refuse
+        params, flops, acts = 0, 0, 0
+    memory = (params * STATE_FACTOR + 2 * b * acts) * BYTES_PER_VALUE / 2**20
+    per_step = b * flops / (max(throughput_mflops, 1) * 1e6) + STEP_OVERHEAD_S
+    return Estimate(params, b * flops, memory, per_step * spec.steps_per_unit)
+
+
+def check_labels(spec: JobSpec, dataset: Dataset) -> None:
+    """The labels are integers the model can output (class ids, or token ids below the vocabulary)."""
+    import numpy as np
+
+    from gensyn_py.train.models import make_config
+
+    cfg = make_config(spec.model.family, spec.model.sizes)
+    limit = getattr(cfg, "num_classes", None) or getattr(cfg, "vocab_size", None)
+    y = np.asarray(dataset.y)
+    if limit is None or y.size == 0 or not np.issubdtype(y.dtype, np.integer):
+        return
+    low, high = int(y.min()), int(y.max())
+    if low < 0 or high >= limit:
+        raise UnfitJob(f"dataset labels span {low}..{high}; the model has {limit} classes")
+
+
+def check_shape(spec: JobSpec, unit: Unit, num_segments: int | None, params: JobParams | None) -> None:
+    """The on-chain job (and this unit of it) has the spec's shape."""
+    if unit.round >= spec.rounds:
+        raise UnfitJob(f"unit round {unit.round} is outside the spec's {spec.rounds} rounds")
+    if unit.shard != AGGREGATION_SHARD and unit.shard >= spec.shards:
+        raise UnfitJob(f"unit shard {unit.shard} is outside the spec's {spec.shards} shards")
+    if num_segments is not None and unit.shard != AGGREGATION_SHARD and num_segments != spec.num_segments:
+        raise UnfitJob(f"the pool counts {num_segments} segments per unit, the spec {spec.num_segments}")
+    if params is None:
+        return
+    from gensyn_py.types import DEVICE_CLASSES
+
+    pairs = {
+        "rounds": (params.rounds, spec.rounds), "shards": (params.shards, spec.shards),
+        "stepsPerUnit": (params.steps_per_unit, spec.steps_per_unit),
+        "checkpointInterval": (params.checkpoint_interval, spec.checkpoint_interval),
+        "deviceClass": (params.device_class, DEVICE_CLASSES[spec.hardware.device_class]),
+    }
+    for name, (chain, declared) in pairs.items():
+        if chain != declared:
+            raise UnfitJob(f"on-chain {name} is {chain}, the spec says {declared}")
+
+
+def check_fit(spec: JobSpec, hardware: HardwareProfile, commit_window: int | None) -> Estimate:
+    """The unit fits this node's memory and, at its throughput with a margin, the commit window."""
+    est = estimate(spec, hardware.throughput_mflops)
+    if hardware.memory_mb > 0 and est.memory_mb > MEMORY_SHARE * hardware.memory_mb:
+        raise UnfitJob(f"the model needs about {est.memory_mb:,.0f} MiB ({est.params:,} parameters); "
+                       f"this node has {hardware.memory_mb:,} MiB")
+    if commit_window is not None and est.seconds * TIME_MARGIN > commit_window:
+        raise UnfitJob(f"a unit takes about {est.seconds:,.1f} s here ({spec.steps_per_unit:,} steps at "
+                       f"{hardware.throughput_mflops:,} MFLOP/s); the commit window is {commit_window} s")
+    return est
+
+
+def preflight(spec: JobSpec, dataset: Dataset | None, hardware: HardwareProfile, unit: Unit,
+              num_segments: int | None, params: JobParams | None) -> Estimate:
+    """Every check, cheapest first; raises `UnfitJob` at the first that fails."""
+    check_shape(spec, unit, num_segments, params)
+    est = check_fit(spec, hardware, None if params is None else params.commit_window)
+    if dataset is not None:
+        check_labels(spec, dataset)
+    return est
