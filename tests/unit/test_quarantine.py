@@ -290,3 +290,43 @@ def test_quarantine_list_and_clear_from_the_cli(tmp_path: Path) -> None:
         assert "released 1" in out.output and q.entries() == []
         out = runner.invoke(cli, ["validator", "quarantine", "list", "--state-dir", str(tmp_path / "nope")])
         assert out.exit_code != 0
+
+
+@pytest.mark.parametrize("role", ["validator", "challenger"])
+def test_validator_and_challenger_isolate_each_unit(tmp_path: Path, role: str) -> None:
+    from gensyn_py.node.challenger import ChallengerDaemon
+    from gensyn_py.node.validator import ValidatorDaemon
+
+    world, clock = World(), Clock()
+    world.add(10, job=1)
+    world.add(20, job=2)
+    for u in (10, 20):
+        world.units[u] = dataclasses.replace(world.units[u], status=UnitStatus.VERIFIED, deadline=10**12)
+    cls = ValidatorDaemon if role == "validator" else ChallengerDaemon
+    with DaemonState(tmp_path / "s.sqlite") as state:
+        d = cls.__new__(cls)
+        Daemon.__init__(d, f"{role}-test", Web3(), {}, state, reader=FakeReader(state.cursor, []),
+                        metrics=DaemonMetrics(f"{role}-test"))
+        d.view = type("View", (), {"unit": staticmethod(world.unit), "now": staticmethod(lambda: 0)})()  # type: ignore[assignment]
+        d.quarantine = Quarantine(state, clock=clock)
+        d.log = Events()  # type: ignore[assignment]
+        d.claim_credit = lambda: 0  # type: ignore[method-assign]
+        done: list[int] = []
+
+        def handle(unit: Unit, *_: Any) -> None:
+            if unit.job_id == 1:
+                raise RuntimeError("size mismatch for weight: copying a param with shape [3] into [2]")
+            done.append(unit.unit_id)
+
+        if role == "validator":
+            d._verdict = handle  # type: ignore[method-assign]
+            group = "drawn"
+        else:
+            d._audit = handle  # type: ignore[method-assign]
+            group = "audit"
+        state.put(f"{group}:10", {"segment": 0})
+        state.put(f"{group}:20", {"segment": 0})
+        d.tick()
+        assert done == [20]
+        assert [(e.job, e.unit) for e in d.quarantine.entries()] == [(1, 10)]
+        assert "RuntimeError: size mismatch" in d.quarantine.entries()[0].reason
