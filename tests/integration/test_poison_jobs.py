@@ -84,8 +84,11 @@ def test_poison_jobs_are_quarantined_and_do_not_delay_a_good_job(market: LocalNe
     start = int(net.w3.eth.block_number)
     store = Market(net, requester_tokens=0).requester.store
 
+    warm_up = submit(net, steps=STEPS, seed=1, commit_window=WINDOW)  # the market's first job pays start-up costs
+    first = _time_to_claim(net, warm_up, time.monotonic())
+    wait_job(net, warm_up)
     began = time.monotonic()
-    baseline_job = submit(net, steps=STEPS, commit_window=WINDOW)
+    baseline_job = submit(net, steps=STEPS, seed=2, commit_window=WINDOW)
     baseline = _time_to_claim(net, baseline_job, began)
     wait_job(net, baseline_job)
 
@@ -104,9 +107,10 @@ def test_poison_jobs_are_quarantined_and_do_not_delay_a_good_job(market: LocalNe
     good_job = submit(net, steps=STEPS, seed=5, commit_window=WINDOW)
     poisoned = _time_to_claim(net, good_job, began)
     wait_job(net, good_job)
-    print(f"time to claim: {baseline:.1f} s with no poison, {poisoned:.1f} s behind two poison jobs")
+    print(f"time to claim: first job {first:.1f} s; {baseline:.1f} s with no poison, "
+          f"{poisoned:.1f} s behind two poison jobs")
 
-    assert poisoned <= 2 * baseline + 10, (baseline, poisoned)
+    assert poisoned <= 2 * baseline + 5, (baseline, poisoned)
     wait_until(lambda: {missing_job, labels_job} <= set(_quarantined(net)), 30, "the poison jobs in quarantine")
     reasons = _quarantined(net)
     assert reasons[missing_job].startswith("ContentNotFound"), reasons
