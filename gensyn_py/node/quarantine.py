@@ -15,8 +15,11 @@ label error, a model too big, any unexpected exception) is that job's.
 
 No crash loop. Before a unit's handler runs, a marker `working:<job>:<unit>`
 is stored; it is removed when the handler returns or raises. A marker found
-at start means the previous process died inside that handler (killed by the
-OS for memory, a segfault): the job is quarantined instead of run again.
+at start means the previous process died inside that handler. Once may be an
+operator's `kill -9` or a reboot, so the unit is resumed at once (a solver
+resumes its training from its record); a second death inside the same unit
+(killed for memory, a segfault) quarantines the job instead of running it
+again: at most one retry, never a loop.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from gensyn_py.node.state import DaemonState
 
 PREFIX = "quarantine:"
 MARKER = "working:"
+CRASHES = "crashes:"  # deaths inside a unit's handler since it last ended cleanly
+CRASHES_BEFORE_QUARANTINE = 2
 BASE_BACKOFF = 5.0
 MAX_BACKOFF = 600.0
 
@@ -115,12 +120,21 @@ class Quarantine:
         self.state.put(key, {"job": job, "unit": unit, "since": self.clock()})
         return key
 
-    def leftovers(self) -> list[tuple[int, int]]:
-        """(job, unit) of handlers a previous process died in; the markers are removed."""
+    def ended_cleanly(self, job: int, unit: int) -> None:
+        """The handler returned or raised: its unit's death count starts over."""
+        key = f"{CRASHES}{job}:{unit}"
+        if self.state.get(key) is not None:
+            self.state.delete(key)
+
+    def leftovers(self) -> list[tuple[int, int, int]]:
+        """(job, unit, deaths in a row) of handlers a previous process died in; the markers are removed."""
         found = []
         for key in self.state.keys(MARKER):
             raw = self.state.get(key)
             self.state.delete(key)
             if raw is not None:
-                found.append((int(raw["job"]), int(raw["unit"])))
+                job, unit = int(raw["job"]), int(raw["unit"])
+                deaths = int(self.state.get(f"{CRASHES}{job}:{unit}", 0)) + 1
+                self.state.put(f"{CRASHES}{job}:{unit}", deaths)
+                found.append((job, unit, deaths))
         return found

@@ -27,7 +27,7 @@ from gensyn_py.errors import ContractRevert
 from gensyn_py.node.daemon import Daemon
 from gensyn_py.node.hardware import HardwareProfile
 from gensyn_py.node.metrics import DaemonMetrics
-from gensyn_py.node.quarantine import Quarantine, is_network_error
+from gensyn_py.node.quarantine import CRASHES_BEFORE_QUARANTINE, Quarantine, is_network_error
 from gensyn_py.node.state import DaemonState
 from gensyn_py.proof.content import JobContent
 from gensyn_py.storage.base import ContentStore
@@ -125,9 +125,13 @@ class NodeDaemon(Daemon):
     # -- per-job isolation (see node/quarantine.py) -------------------------------------------
 
     def quarantine_leftovers(self) -> None:
-        """A handler the previous process died in (its marker is still there) quarantines its job."""
-        for job, unit in self.quarantine.leftovers():
-            self.quarantine_job(job, unit, "crashed: the daemon stopped inside this unit's handler")
+        """Handlers the previous process died in (their markers are still there): the first death is resumed
+        at once (a `kill -9`, a reboot); a second death inside the same unit quarantines its job."""
+        for job, unit, deaths in self.quarantine.leftovers():
+            if deaths < CRASHES_BEFORE_QUARANTINE:
+                self.log.warning("unit.crash_resumed", job=job, unit=unit, deaths=deaths)
+                continue
+            self.quarantine_job(job, unit, f"crashed: the daemon died {deaths} times inside this unit's handler")
 
     def quarantine_job(self, job: int, unit: int | None, reason: str) -> None:
         entry = self.quarantine.put(job, unit, reason)
@@ -153,8 +157,9 @@ class NodeDaemon(Daemon):
                 raise
             self.quarantine_job(job, unit, f"{type(exc).__name__}: {_first_line(exc)}")
             return None
-        finally:
+        finally:  # the handler ended (returned or raised): not a death inside it
             self.state.delete(marker)
+            self.quarantine.ended_cleanly(job, unit)
         if self.quarantine.get(job) is not None:
             self.quarantine.clear(job)
             self.metrics.set_quarantine_size(len(self.quarantine.entries()))

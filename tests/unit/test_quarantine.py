@@ -249,13 +249,20 @@ def test_an_exception_while_training_quarantines_and_never_stops_the_daemon(tmp_
         assert [e.job for e in d.quarantine.entries()] == [1]
 
 
-def test_a_crash_inside_a_handler_quarantines_its_job_on_restart(tmp_path: Path) -> None:
+def test_a_second_crash_inside_a_handler_quarantines_its_job_on_restart(tmp_path: Path) -> None:
+    """One death inside a unit (an operator's kill -9) is resumed at once; a second one in the same unit
+    (OOM-killed again, a segfault) quarantines the job: at most one retry, never a crash loop."""
     world, clock = World(), Clock()
     world.add(10, job=1)
     world.add(20, job=2)
     path = tmp_path / "s.sqlite"
     with DaemonState(path) as state:
-        Quarantine(state, clock=clock).mark(1, 10)  # the process died here (OOM-killed, segfault)
+        Quarantine(state, clock=clock).mark(1, 10)  # the process died here
+    with DaemonState(path) as state:
+        d, _ = solver(state, world, clock)
+        d.quarantine_leftovers()
+        assert d.quarantine.get(1) is None and state.keys("working:") == []  # resumed at once
+        Quarantine(state, clock=clock).mark(1, 10)  # ... and it died in the same unit again
     with DaemonState(path) as state:
         d, _ = solver(state, world, clock)
         d.quarantine_leftovers()
@@ -266,6 +273,19 @@ def test_a_crash_inside_a_handler_quarantines_its_job_on_restart(tmp_path: Path)
         d.follow("open", 20)
         d._claim_next()
         assert world.claims == [20] and world.fetches == [2]  # not retried at once
+
+
+def test_a_handler_that_ends_cleanly_forgets_an_earlier_death(tmp_path: Path) -> None:
+    world, clock = World(), Clock()
+    world.add(10, job=1)
+    with DaemonState(tmp_path / "s.sqlite") as state:
+        Quarantine(state, clock=clock).mark(1, 10)
+        d, _ = solver(state, world, clock)
+        d.quarantine_leftovers()
+        assert d.isolated(1, 10, lambda: "done") == "done"  # the resumed handler ends cleanly
+        Quarantine(state, clock=clock).mark(1, 10)  # a later, unrelated death is a first one again
+        d.quarantine_leftovers()
+        assert d.quarantine.get(1) is None
 
 
 def test_quarantine_list_and_clear_from_the_cli(tmp_path: Path) -> None:
