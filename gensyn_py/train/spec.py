@@ -117,6 +117,15 @@ class JobSpec(_Strict):
             raise ValueError(f"{self.dataset.num_examples} examples cannot fill {self.shards} shards")
         return self
 
+    def __eq__(self, other: object) -> bool:
+        """Specs are equal by content; where a spec was parsed from (its source hash) is not content."""
+        if not isinstance(other, JobSpec):
+            return NotImplemented
+        return self.model_dump() == other.model_dump()
+
+    def __hash__(self) -> int:
+        return hash(self.canonical_bytes())
+
     @property
     def num_segments(self) -> int:
         return self.steps_per_unit // self.checkpoint_interval
