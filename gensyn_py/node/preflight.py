@@ -16,7 +16,6 @@ A failed check raises `UnfitJob`; the solver quarantines the job and does not cl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from gensyn_py.errors import GensynError
@@ -48,6 +47,7 @@ class Estimate:
 
 def estimate(spec: JobSpec, throughput_mflops: int) -> Estimate:
     """Parameters, FLOPs per step, memory (MiB) and seconds for one unit of `spec` on this node."""
+    from gensyn_py.train.flops import spec_costs
     from gensyn_py.train.models import make_config
     from gensyn_py.train.models.cnn import CNNConfig
     from gensyn_py.train.models.mlp import MLPConfig
@@ -55,25 +55,22 @@ def estimate(spec: JobSpec, throughput_mflops: int) -> Estimate:
 
     cfg: Any = make_config(spec.model.family, spec.model.sizes)
     b = spec.batch_size
+    try:
+        params, flops_per_step = spec_costs(spec)
+    except TypeError:  # an unknown family: count nothing rather than refuse
+        params, flops_per_step = 0, 0
     if isinstance(cfg, MLPConfig):
-        widths = [cfg.in_features] + [cfg.hidden] * cfg.depth + [cfg.num_classes]
-        params = sum(x * y + y for x, y in pairwise(widths))
-        flops, acts = 6 * params, sum(widths)
+        acts = cfg.in_features + cfg.hidden * cfg.depth + cfg.num_classes
     elif isinstance(cfg, CNNConfig):
-        c, s, half = cfg.channels, cfg.image_size, cfg.image_size // 2
-        params = (10 * c) + (9 * c * c + c) + (c * half * half * cfg.num_classes + cfg.num_classes)
-        flops = 6 * ((9 * c + 9 * c * c) * s * s + c * half * half * cfg.num_classes)
-        acts = 3 * c * s * s + cfg.num_classes
+        acts = 3 * cfg.channels * cfg.image_size**2 + cfg.num_classes
     elif isinstance(cfg, TransformerConfig):
-        d, v, t = cfg.d_model, cfg.vocab_size, cfg.seq_len
-        params = v * d + t * d + cfg.n_layers * (12 * d * d + 13 * d) + 2 * d + d * v + v
-        flops = (6 * params + 6 * cfg.n_layers * t * d) * t
-        acts = t * (cfg.n_layers * (16 * d + 2 * cfg.n_heads * t) + 2 * v)
-    else:  # an unknown family: count nothing rather than refuse
-        params, flops, acts = 0, 0, 0
+        d, t = cfg.d_model, cfg.seq_len
+        acts = t * (cfg.n_layers * (16 * d + 2 * cfg.n_heads * t) + 2 * cfg.vocab_size)
+    else:
+        acts = 0
     memory = (params * STATE_FACTOR + 2 * b * acts) * BYTES_PER_VALUE / 2**20
-    per_step = b * flops / (max(throughput_mflops, 1) * 1e6) + STEP_OVERHEAD_S
-    return Estimate(params, b * flops, memory, per_step * spec.steps_per_unit)
+    per_step = flops_per_step / (max(throughput_mflops, 1) * 1e6) + STEP_OVERHEAD_S
+    return Estimate(params, flops_per_step, memory, per_step * spec.steps_per_unit)
 
 
 def check_labels(spec: JobSpec, dataset: Dataset) -> None:
