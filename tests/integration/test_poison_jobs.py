@@ -1,37 +1,47 @@
-"""Poison jobs on a real market: a spec CID absent from the store and labels beyond the model's classes.
+"""Poison on a real market: every kind of job a hostile requester can post for gas alone, and a misshapen checkpoint.
 
-Each is submitted straight to the pool (the typed wrapper, no requester checks), then a good job.
-The good job is claimed about as fast as one submitted with no poison ahead of it (measured in the
-same test), no daemon exits, nobody honest is slashed, money is conserved, and the solvers list
-the poison jobs in their quarantine.
+Each poison job (`gensyn_py/sim/poison.py`) goes straight to `submitJob`, with no requester-side checks; then
+a good job. The good job is claimed about as fast as one submitted with no poison ahead of it (measured in the
+same test), no daemon exits, nobody honest is slashed or marked missed, money is conserved, no poison job is
+claimed, and the solvers list every poison job in their quarantine with its reason.
+
+A checkpoint committed with a wrongly shaped tensor is the solver's fraud: the validators reject it (they do
+not crash), the solver alone is slashed, and the unit is redone by an honest solver.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 
-import numpy as np
 import pytest
 
 from gensyn_py.chain.view import ChainView
-from gensyn_py.crypto.hashing import keccak256
-from gensyn_py.requester.pricing import Offer
-from gensyn_py.requester.submit import job_params
 from gensyn_py.sim.localnet import LocalNetwork, wait_until
-from gensyn_py.sim.market import COLLATERAL, MAX_PRICE, Market, digits_job_spec
-from gensyn_py.storage.cid import cid_for_bytes
-from gensyn_py.train.data import Dataset, digits
-from gensyn_py.train.spec import canonical_json, parse_spec
-from gensyn_py.types import UnitStatus
+from gensyn_py.sim.market import COLLATERAL, Market
+from gensyn_py.sim.poison import KINDS, PoisonKit
+from gensyn_py.types import Reputation, UnitStatus
 from tests.integration.market_kit import assert_conservation, protocol, slashes, start_market, submit, wait_job
 
 STEPS = 40
 WINDOW = 60
+
+# What each solver's quarantine says of each kind (a fragment of the reason).
+REASONS = {
+    "absent_spec": "ContentNotFound",
+    "not_a_cid": "not-a-cid",
+    "unparseable_spec": "spec",
+    "labels_out_of_range": "labels span 10..19",
+    "missing_dataset": "ContentNotFound",
+    "huge_model": "MiB",
+    "too_slow_for_window": "a unit takes about",
+    "more_rounds_on_chain": "on-chain rounds is 2",
+    "more_shards_on_chain": "on-chain shards is 2",
+    "more_segments_on_chain": "segments",
+}
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +53,7 @@ def market(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalNetwork]:
         net.stop()
 
 
-def _time_to_claim(net: LocalNetwork, job: int, since: float, timeout: float = 90) -> float:
+def _time_to_claim(net: LocalNetwork, job: int, since: float, timeout: float = 120) -> float:
     view = ChainView(protocol(net))
 
     def claimed() -> bool:
@@ -53,71 +63,93 @@ def _time_to_claim(net: LocalNetwork, job: int, since: float, timeout: float = 9
     return time.monotonic() - since
 
 
-def _submit_raw(net: LocalNetwork, spec_cid: str, spec_hash: bytes, spec: dict[str, object]) -> int:
-    """`submitJob` with these content ids, the shape taken from `spec`: no requester-side checks."""
-    market = Market(net, requester_tokens=0)
-    requester = market.requester
-    pool = requester.pool
-    params = job_params(parse_spec(spec), spec_cid, Offer(MAX_PRICE, COLLATERAL, WINDOW))
-    requester.token.approve(pool.address, 2**256 - 1)
-    receipt = pool.submit_job(dataclasses.replace(params, spec_hash=spec_hash))
-    return int(pool.events(receipt, "JobSubmitted")[0]["jobId"])
-
-
-def _quarantined(net: LocalNetwork) -> dict[int, str]:
-    """Job -> reason, from every solver's `gensyn solver quarantine list`."""
-    jobs: dict[int, str] = {}
-    for node in net.nodes.values():
-        if node.role != "solver":
+def _quarantined(net: LocalNetwork, role: str = "solver") -> dict[str, dict[int, str]]:
+    """Node -> (job -> reason), from each node's `gensyn <role> quarantine list --json`."""
+    found: dict[str, dict[int, str]] = {}
+    for name, node in net.nodes.items():
+        if node.role != role:
             continue
-        out = subprocess.run([sys.executable, "-m", "gensyn_py.cli", "solver", "quarantine", "list", "--json",
+        out = subprocess.run([sys.executable, "-m", "gensyn_py.cli", role, "quarantine", "list", "--json",
                               "--state-dir", str(node.state_dir)], capture_output=True, text=True, check=True)
-        for line in out.stdout.splitlines():
-            if line.strip():
-                entry = json.loads(line)
-                jobs[int(entry["job"])] = str(entry["reason"])
-    return jobs
+        entries = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        found[name] = {int(e["job"]): str(e["reason"]) for e in entries}
+    return found
+
+
+def _reputations(net: LocalNetwork) -> dict[str, Reputation]:
+    registry = protocol(net).registry()
+    return {name: registry.reputation_of(node.account.address) for name, node in net.nodes.items()}
 
 
 def test_poison_jobs_are_quarantined_and_do_not_delay_a_good_job(market: LocalNetwork) -> None:
     net = market
     start = int(net.w3.eth.block_number)
-    store = Market(net, requester_tokens=0).requester.store
-
     warm_up = submit(net, steps=STEPS, seed=1, commit_window=WINDOW)  # the market's first job pays start-up costs
     first = _time_to_claim(net, warm_up, time.monotonic())
     wait_job(net, warm_up)
+    reputations = _reputations(net)
     began = time.monotonic()
     baseline_job = submit(net, steps=STEPS, seed=2, commit_window=WINDOW)
     baseline = _time_to_claim(net, baseline_job, began)
     wait_job(net, baseline_job)
 
-    # 1. a well-formed spec CID that is not in the store
-    good_spec = digits_job_spec(Market(net, requester_tokens=0).put_dataset(digits(image=False)[0]), 1, 1, STEPS, 3)
-    absent = canonical_json({**good_spec, "seed": 999})
-    missing_job = _submit_raw(net, cid_for_bytes(absent), keccak256(absent), good_spec)
-    # 2. labels 10..19 for a 10-class model (a correct spec, a verified dataset)
-    train = digits(image=False)[0]
-    shifted = Dataset(train.x, (np.asarray(train.y) + 10).astype(np.asarray(train.y).dtype))
-    bad_spec = digits_job_spec(Market(net, requester_tokens=0).put_dataset(shifted), 1, 1, STEPS, 4)
-    bad_bytes = canonical_json(parse_spec(bad_spec).model_dump(mode="json"))
-    labels_job = _submit_raw(net, store.put(bad_bytes), keccak256(bad_bytes), bad_spec)
+    kit = PoisonKit(Market(net, requester_tokens=0), steps=STEPS, window=WINDOW)
+    poison = {kind: make(kit) for kind, make in KINDS.items()}
 
     began = time.monotonic()
     good_job = submit(net, steps=STEPS, seed=5, commit_window=WINDOW)
     poisoned = _time_to_claim(net, good_job, began)
     wait_job(net, good_job)
     print(f"time to claim: first job {first:.1f} s; {baseline:.1f} s with no poison, "
-          f"{poisoned:.1f} s behind two poison jobs")
+          f"{poisoned:.1f} s behind {len(poison)} poison jobs")
 
     assert poisoned <= 2 * baseline + 5, (baseline, poisoned)
-    wait_until(lambda: {missing_job, labels_job} <= set(_quarantined(net)), 30, "the poison jobs in quarantine")
-    reasons = _quarantined(net)
-    assert reasons[missing_job].startswith("ContentNotFound"), reasons
-    assert "labels span 10..19" in reasons[labels_job], reasons
+
+    def all_quarantined() -> bool:
+        return all(set(poison.values()) <= set(jobs) for jobs in _quarantined(net).values())
+
+    wait_until(all_quarantined, 60, "every solver to quarantine every poison job", every=1)
+    for solver, jobs in _quarantined(net).items():
+        for kind, job in poison.items():
+            assert REASONS[kind] in jobs[job], (solver, kind, jobs[job])
     view = ChainView(protocol(net))
-    for job in (missing_job, labels_job):
-        assert all(u.status is UnitStatus.OPEN for u in view.units(job)), f"job {job} was claimed"
+    for kind, job in poison.items():
+        assert all(u.status is UnitStatus.OPEN for u in view.units(job)), f"{kind} job {job} was claimed"
     net.check_alive()
     assert slashes(net, start) == []
+    after = _reputations(net)
+    for name, before in reputations.items():
+        assert (after[name].missed, after[name].frauds) == (before.missed, before.frauds), name
+    assert_conservation(net)
+
+
+def test_a_misshapen_checkpoint_convicts_its_solver_not_the_validators(market: LocalNetwork) -> None:
+    net = market
+    start = int(net.w3.eth.block_number)
+    reputations = _reputations(net)
+    net.kill("solver-1")
+    cheater = net.nodes["solver-2"]
+    net.restart("solver-2", "--cheat", "misshapen_weights")
+    try:
+        job = submit(net, steps=STEPS, seed=21, commit_window=WINDOW)
+        view = ChainView(protocol(net))
+        unit_id = view.unit_ids(job)[0]
+        wait_until(lambda: view.unit(unit_id).status is UnitStatus.OPEN and slashes(net, start), 120,
+                   "the cheater to be slashed and the unit reopened", on_wait=net.check_alive)
+        net.restart("solver-1")
+        wait_job(net, job)
+    finally:
+        cheater.args = [a for a in cheater.args if a not in ("--cheat", "misshapen_weights")]
+        net.restart("solver-2")
+    assert slashes(net, start) == [(cheater.account.address, COLLATERAL)]
+    assert view.unit(unit_id).solver == net.nodes["solver-1"].account.address
+    after = _reputations(net)
+    for name in ("validator-1", "validator-2", "challenger"):
+        assert (after[name].missed, after[name].frauds) == (reputations[name].missed, reputations[name].frauds)
+        assert not protocol(net).registry().is_jailed(net.nodes[name].account.address), name
+    assert _quarantined(net, "validator") == {"validator-1": {}, "validator-2": {}}  # a rejection, not a crash
+    # a good job right after is served as usual
+    good = submit(net, steps=STEPS, seed=22, commit_window=WINDOW)
+    wait_job(net, good)
+    net.check_alive()
     assert_conservation(net)
