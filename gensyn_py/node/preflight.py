@@ -82,8 +82,10 @@ def check_labels(spec: JobSpec, dataset: Dataset) -> None:
     cfg = make_config(spec.model.family, spec.model.sizes)
     limit = getattr(cfg, "num_classes", None) or getattr(cfg, "vocab_size", None)
     y = np.asarray(dataset.y)
-    if limit is None or y.size == 0 or not np.issubdtype(y.dtype, np.integer):
+    if limit is None or y.size == 0:
         return
+    if not np.issubdtype(y.dtype, np.integer):
+        raise UnfitJob(f"dataset labels are {y.dtype}; the model needs integer class ids below {limit}")
     low, high = int(y.min()), int(y.max())
     if low < 0 or high >= limit:
         raise UnfitJob(f"dataset labels span {low}..{high}; the model has {limit} classes")

@@ -7,6 +7,7 @@ checked field by field against the model registry and fixed enumerations.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
@@ -57,12 +58,22 @@ class HardwareSpec(_Strict):
 
 
 class DatasetSpec(_Strict):
-    cid: str = Field(min_length=8, max_length=128, pattern=r"^[A-Za-z0-9]+$")
+    cid: str = Field(min_length=8, max_length=128)
     x_shape: list[int] = Field(min_length=1, max_length=4)
     x_dtype: Literal["float32", "int64"]
     y_shape: list[int] = Field(default_factory=list, max_length=4)
     num_examples: int = Field(gt=0, le=MAX_EXAMPLES)
     size_bytes: int = Field(gt=0, le=MAX_DATASET_BYTES)
+
+    @field_validator("cid")
+    @classmethod
+    def _cidv1(cls, v: str) -> str:
+        # Stores name content by its CIDv1 in base32 (docs/formats.md); a CIDv0 `Qm...` or any other
+        # spelling can never be fetched, so it is refused here rather than retried at every node.
+        if not re.fullmatch(r"b[a-z2-7]+", v):
+            raise ValueError(f"must be a CIDv1 in base32 ('b' then a-z, 2-7), as `ipfs add --cid-version=1` "
+                             f"prints it; got {v[:24]!r}")
+        return v
 
     @field_validator("x_shape", "y_shape")
     @classmethod
@@ -174,10 +185,25 @@ def parse_spec_bytes(data: bytes, expected_hash: bytes | None = None) -> JobSpec
     return spec
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique: a spec with a key twice means two things to two parsers."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise SpecError(f"job spec repeats the key {key!r}")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise SpecError(f"job spec holds {name}, which is not JSON")
+
+
 def parse_spec(data: bytes | str | dict[str, Any]) -> JobSpec:
     """Parse and validate a spec from JSON (bytes/str) or a dict; SpecError on anything wrong."""
     try:
-        obj = json.loads(data) if isinstance(data, bytes | str) else data
+        obj = json.loads(data, object_pairs_hook=_unique_keys, parse_constant=_no_constant) \
+            if isinstance(data, bytes | str) else data
         if not isinstance(obj, dict):
             raise SpecError("job spec must be a JSON object")
         if obj.get("version") not in (None, SPEC_VERSION):

@@ -30,3 +30,16 @@ def test_time_is_checked_against_the_commit_window_with_a_margin() -> None:
     with pytest.raises(UnfitJob, match="commit window is 30 s"):
         check_fit(spec, HardwareProfile("cpu", 8000, 10_000), commit_window=30)
     check_fit(spec, HardwareProfile("cpu", 8000, 10_000), commit_window=3600)
+
+
+def test_float_labels_for_a_classifier_are_refused() -> None:
+    import numpy as np
+
+    from gensyn_py.train.data import Dataset
+
+    ds = dataset_for("mlp")
+    spec = tiny_spec()
+    check_labels(spec, ds)
+    floats = Dataset(ds.x, np.asarray(ds.y).astype(np.float32))
+    with pytest.raises(UnfitJob, match="labels are float32"):
+        check_labels(spec, floats)

@@ -76,6 +76,7 @@ def _with(path: str, value: Any) -> dict[str, Any]:
         ("hardware.device_class", "tpu", "hardware.device_class"),
         ("hardware.min_memory_mb", -5, "min_memory_mb"),
         ("dataset.cid", "not a cid!", "dataset.cid"),
+        ("dataset.cid", "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG", "CIDv1 in base32"),
         ("dataset.x_dtype", "float16", "dataset.x_dtype"),
         ("dataset.x_shape", [0, 8], "positive"),
         ("dataset.num_examples", 0, "num_examples"),
@@ -150,3 +151,19 @@ def test_spec_bytes_that_do_not_hash_to_the_on_chain_hash_are_refused_before_par
     with pytest.raises(SpecError, match="not to the on-chain spec hash") as e:
         parse_spec_bytes(raw, keccak256(b"something else"))
     assert "0x" + keccak256(raw).hex() in str(e.value)
+
+
+def test_a_key_written_twice_is_refused() -> None:
+    # Python keeps the last value, other JSON readers the first: the same bytes would mean two specs.
+    text = canonical_json(spec_dict()).decode()
+    doubled = text.replace('"seed":', '"seed":7,"seed":', 1)
+    with pytest.raises(SpecError, match="repeats the key 'seed'"):
+        parse_spec(doubled)
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_non_json_number_literals_are_refused(literal: str) -> None:
+    text = canonical_json(spec_dict()).decode().replace('"lr":0.1', f'"lr":{literal}', 1)
+    assert literal in text
+    with pytest.raises(SpecError, match=f"holds {literal}"):
+        parse_spec(text)
