@@ -22,6 +22,9 @@ processes: 2 solvers, 2 validators, 1 challenger. Then:
    each block appeared (mixed mining: one block per transaction, mined on
    arrival) to within one poll (~50 ms); block timestamps (1 s) are reported
    as a cross-check.
+6. `poison_delay_ratio` (``bench/_poison.py``): the time to claim a good job
+   submitted right behind 5 poison jobs of different kinds, over the time with
+   none ahead of it (medians of 5 repetitions, 3 with `--quick`).
 
 Prints progress on stderr and one JSON line last on stdout. `--quick` runs a
 smaller job and burst.
@@ -43,6 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._market import DEFINITION, BlockClock, LogRecord, Market, event_to_action
+from bench._poison import poison_delay
 from gensyn_py.sim.localnet import LocalNetwork
 
 T0 = time.time()
@@ -64,12 +68,13 @@ class Shape:
     shards: int
     burst: int  # jobs in the burst
     burst_steps: int
+    poison_reps: int  # repetitions of the poison-delay measurement
 
 
 SHAPES = {
     # Training long enough to dominate the fixed per-round protocol cost (claim, seed block, two challenge windows).
-    "full": Shape(steps=3000, interval=100, shards=2, burst=20, burst_steps=40),
-    "quick": Shape(steps=200, interval=50, shards=2, burst=6, burst_steps=40),
+    "full": Shape(steps=3000, interval=100, shards=2, burst=20, burst_steps=40, poison_reps=5),
+    "quick": Shape(steps=200, interval=50, shards=2, burst=6, burst_steps=40, poison_reps=3),
 }
 MODEL = {"family": "mlp", "sizes": {"hidden": 512, "depth": 2}}
 BATCH = 256
@@ -282,6 +287,9 @@ def run(shape: Shape, workdir: Path, mode: str) -> dict[str, Any]:
             jobs = burst(market, clock, dict(entry), shape.burst, shape.burst_steps, timeout=600)
             note_load("burst_done")
             latency = event_to_action(market, clock, from_block)
+            report(f"poison: {shape.poison_reps} good jobs alone, {shape.poison_reps} behind 5 poison jobs")
+            poison = poison_delay(market, clock, lambda seed: job_spec_dict(dict(entry), 1, 1, 40, seed),
+                                  shape.poison_reps, report)
         except Exception:
             for line in market.trouble():
                 report("  " + line)
@@ -303,6 +311,7 @@ def run(shape: Shape, workdir: Path, mode: str) -> dict[str, Any]:
         "protocol_overhead_ratio": round(wall / plain_s, 3),
         "event_to_action_ms": latency.pop("event_to_action_ms"),
         "jobs_per_minute": jobs["jobs_per_minute"],
+        "poison_delay_ratio": poison.pop("poison_delay_ratio"),
         "job_shape": {"rounds": 1, "shards": shape.shards, "units": shape.shards + (1 if shape.shards > 1 else 0),
                       "steps_per_unit": shape.steps, "checkpoint_interval": shape.interval, "model": MODEL,
                       "batch_size": BATCH, "optimizer": "adamw", "mode": "exact", "threads": 1},
@@ -320,6 +329,7 @@ def run(shape: Shape, workdir: Path, mode: str) -> dict[str, Any]:
         "event_to_action_definition": DEFINITION,
         **latency,
         "burst": jobs,
+        "poison": poison,
         "load_avg_1m": LOAD,
         "bench_wall_s": round(time.time() - T0, 1),
     }
@@ -343,7 +353,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="gensyn-e2e-") as tmp:
             result = run(shape, Path(tmp), mode)
     report(f"protocol overhead {result['protocol_overhead_ratio']}x, event to action "
-           f"{result['event_to_action_ms']} ms, {result['jobs_per_minute']} jobs/min")
+           f"{result['event_to_action_ms']} ms, {result['jobs_per_minute']} jobs/min, "
+           f"poison delay {result['poison_delay_ratio']}x")
     print(json.dumps(result))
 
 
