@@ -160,7 +160,13 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
             segments[i] = Segments.segmentIndex(seed, i, segs);
         }
         emit ValidatorsDrawn(unitId, seed, picked, segments, commitDeadline, commitDeadline + _revealWindow);
-        if (count == 0) u.verify(unitId, _challengeWindow);
+        if (count == 0) {
+            // INVARIANT: never Verified with nobody drawn. Wait for validators, with randomness from a later block.
+            u.drawn = false;
+            u.seed = bytes32(0);
+            u.seedBlock = uint64(block.number);
+            emit SeedRolled(unitId, block.number);
+        }
     }
 
     /// @inheritdoc ITaskPool
@@ -183,7 +189,10 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         bytes32 transcriptCommit,
         bytes32[] calldata proof
     ) external nonReentrant {
-        StoredUnit storage u = _s.unitIn(unitId, UnitStatus.Committed);
+        StoredUnit storage u = _s.units[unitId];
+        // A dispute opened by another validator's reject does not silence the rest: every sealed verdict
+        // can still be revealed, and is judged when the dispute settles (an unrevealed one is not free).
+        if (u.status != UnitStatus.Disputed) u = _s.unitIn(unitId, UnitStatus.Committed);
         Panel storage v = _s.panels[unitId];
         uint256 i = v.checkReveal(u, unitId, accept, transcriptHash, salt, _revealWindow);
         uint256 seg = Segments.segmentIndex(u.seed, i, _s.numSegments(u));
@@ -198,7 +207,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         v.setState(i, accept ? Verdicts.ACCEPT : Verdicts.REJECT);
         ++u.revealed;
         emit VerdictRevealed(unitId, msg.sender, accept, transcriptHash);
-        _afterReveal(unitId, u, accept, seg);
+        if (u.status == UnitStatus.Committed) _afterReveal(unitId, u, accept, seg);
     }
 
     /// @inheritdoc ITaskPool

@@ -8,6 +8,7 @@ import {Outcome, PoolParams, UnitStatus} from "../types/Types.sol";
 import {Books, Job, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
 import {Units} from "./Units.sol";
+import {Segments} from "./Segments.sol";
 import {Verdicts} from "./Verdicts.sol";
 
 /// @title Disputes: opening a dispute over a unit and settling the resolver's outcome.
@@ -52,6 +53,7 @@ library Disputes {
         StoredUnit storage u = s.units[unitId];
         u.status = UnitStatus.Disputed;
         u.opener = opener;
+        u.disputedSegment = uint16(segmentIndex); // < MAX_SEGMENTS (4096), checked by the callers
         uint256 id = resolver.openDispute(unitId, s.jobs[u.jobId].p.deviceClass, u.solver, opener);
         u.disputeId = id;
         emit ITaskPool.UnitDisputed(unitId, id, opener, segmentIndex);
@@ -60,6 +62,7 @@ library Disputes {
     /// @notice Settle the resolver's `outcome` for disputed unit `unitId`: slash the losing side into a pot,
     ///         share `committeeRewardBps` of it among `winners` and credit the rest to the winning side;
     ///         then pay the unit (solver honest) or reopen it (fraud, no quorum).
+    /// @dev A validator answers only for the segment it was drawn for (see `_judge`).
     function settle(
         PoolState storage s,
         INodeRegistry registry,
@@ -72,16 +75,21 @@ library Disputes {
         Job storage j = s.jobs[u.jobId];
         uint256 pot;
         address beneficiary;
-        s.panels[unitId].releaseNoShows(registry, unitId, u.nValidators, c.validatorBond);
         if (outcome == Outcome.SolverFraud) {
-            pot = _punishSolverSide(s, registry, unitId, u, j, c);
+            uint256 collateral = j.p.collateralPerUnit;
+            registry.unlock(u.solver, collateral);
+            pot = registry.slash(u.solver, collateral, address(this));
+            registry.recordFraud(u.solver);
+            _returnChallengeBond(s.books, u, c.challengeBond);
             beneficiary = u.opener;
         } else if (outcome == Outcome.SolverHonest) {
-            pot = _punishAccusers(s, registry, unitId, u, c);
+            pot = _takeChallengeBond(s.books, u, c.challengeBond);
             beneficiary = u.solver;
         } else {
-            _releaseAll(s, registry, unitId, u, j, c);
+            registry.unlock(u.solver, j.p.collateralPerUnit);
+            _returnChallengeBond(s.books, u, c.challengeBond);
         }
+        pot = _judge(s, registry, unitId, u, outcome, pot);
         if (pot != 0) {
             uint256 share = winners.length == 0 ? 0 : (pot * c.committeeRewardBps) / 10_000 / winners.length;
             for (uint256 k; k < winners.length; ++k) {
@@ -97,83 +105,105 @@ library Disputes {
         }
     }
 
-    /// @dev Fraud: slash the solver's collateral and the accepting validators' bonds into the pot, jail them;
-    ///      the rejecting validators get their bonds back and a completed unit.
-    function _punishSolverSide(
+    /// @dev Each drawn validator answers for its own segment only; returns the pot grown by what it lost.
+    ///      Fraud proven on segment d: whoever accepted d is slashed and jailed, whoever sealed a verdict on d
+    ///      and never revealed it is slashed (it neither reported nor cleared the fraud it was drawn to check);
+    ///      an accept of another segment was honest work: bond back and the fee out of the pot; a reject is
+    ///      released. Solver honest: a reject is slashed; accepts are paid by the settlement. No decision:
+    ///      everyone is released. Otherwise a validator that never sealed, or never revealed, pays the no-show
+    ///      penalty (to the requester) once the reveal deadline passed. Settling before that deadline while a
+    ///      sealed verdict is unrevealed reverts: the resolver retries after it.
+    function _judge(
         PoolState storage s,
         INodeRegistry registry,
         uint256 unitId,
         StoredUnit storage u,
-        Job storage j,
-        PoolParams memory c
-    ) private returns (uint256 pot) {
-        uint256 collateral = j.p.collateralPerUnit;
-        registry.unlock(u.solver, collateral);
-        pot = registry.slash(u.solver, collateral, address(this));
-        registry.recordFraud(u.solver);
-        Panel storage v = s.panels[unitId];
-        uint256 bond = c.validatorBond;
-        uint256 n = u.nValidators;
-        for (uint256 i; i < n; ++i) {
-            (address who, uint8 st) = v.at(i);
-            if (st == Verdicts.ACCEPT) {
-                registry.unlock(who, bond);
-                pot += registry.slash(who, bond, address(this));
-                registry.recordFraud(who);
-            } else if (st == Verdicts.REJECT) {
-                registry.unlock(who, bond);
-                registry.recordCompleted(who);
-            }
+        Outcome outcome,
+        uint256 pot
+    ) private returns (uint256) {
+        uint256 segs = Units.numSegments(s, u);
+        uint64 revealDeadline = u.commitDeadline + s.params.revealWindow;
+        bool late = block.timestamp > revealDeadline;
+        for (uint256 i; i < u.nValidators; ++i) {
+            uint8 st = s.panels[unitId].stateOf(i);
+            if (st == Verdicts.SKIPPED) continue;
+            // INVARIANT: a sealed verdict is judged only once its owner could no longer reveal it.
+            if (st == Verdicts.COMMITTED && !late) revert ITaskPool.DeadlineNotReached(unitId, revealDeadline);
+            bool onDisputed = Segments.segmentIndex(u.seed, i, segs) == u.disputedSegment;
+            pot = _judgeSlot(s, registry, unitId, i, outcome, onDisputed, late, pot);
         }
-        _returnChallengeBond(s.books, u, c.challengeBond);
+        return pot;
     }
 
-    /// @dev Solver honest: slash the rejecting validators' bonds and a challenger's bond into the pot.
-    function _punishAccusers(
+    /// @dev One validator's part of `_judge`: slot i.
+    function _judgeSlot(
         PoolState storage s,
         INodeRegistry registry,
         uint256 unitId,
-        StoredUnit storage u,
-        PoolParams memory c
-    ) private returns (uint256 pot) {
-        Panel storage v = s.panels[unitId];
-        uint256 bond = c.validatorBond;
-        uint256 n = u.nValidators;
-        for (uint256 i; i < n; ++i) {
-            (address who, uint8 st) = v.at(i);
-            if (st != Verdicts.REJECT) continue;
-            registry.unlock(who, bond);
-            pot += registry.slash(who, bond, address(this));
+        uint256 i,
+        Outcome outcome,
+        bool onDisputed,
+        bool late,
+        uint256 pot
+    ) private returns (uint256) {
+        (address who, uint8 st) = s.panels[unitId].at(i);
+        if (outcome == Outcome.SolverFraud && onDisputed && st != Verdicts.REJECT && st != Verdicts.NONE) {
+            // Accepted the proven fraud, or sealed a verdict on it and kept it hidden to the end.
+            pot += _slashValidator(s, registry, who);
+            if (st == Verdicts.ACCEPT) registry.recordFraud(who);
+            else registry.recordMissed(who);
+        } else if (outcome == Outcome.SolverHonest && st == Verdicts.REJECT) {
+            pot += _slashValidator(s, registry, who);
             registry.recordMissed(who);
-            v.setState(i, Verdicts.SKIPPED);
+        } else if (st <= Verdicts.COMMITTED) {
+            _releaseNoShow(s, registry, unitId, i, late);
+            return pot;
+        } else if (outcome == Outcome.SolverFraud) {
+            // An honest accept of another segment, or a reject: released, and an accept paid out of the pot.
+            uint256 fee = st == Verdicts.ACCEPT ? (pot < s.params.validatorFee ? pot : s.params.validatorFee) : 0;
+            pot -= fee;
+            s.books.addCredit(who, fee);
+            registry.unlock(who, s.params.validatorBond);
+            registry.recordCompleted(who);
+        } else if (outcome == Outcome.NoQuorum) {
+            registry.unlock(who, s.params.validatorBond);
+        } else {
+            return pot; // solver honest and an accept: `Units.settle` pays it
         }
-        if (u.challenger != address(0)) {
-            uint256 b = c.challengeBond;
-            // INVARIANT: a lost challenge bond leaves the bond pool and enters the pot credited by the caller.
-            s.books.releaseBond(b);
-            pot += b;
-            u.challenger = address(0);
-        }
+        s.panels[unitId].setState(i, Verdicts.SKIPPED);
+        return pot;
     }
 
-    /// @dev No decision: everyone's stake and the challenger's bond come back; nobody is paid or slashed.
-    function _releaseAll(
-        PoolState storage s,
-        INodeRegistry registry,
-        uint256 unitId,
-        StoredUnit storage u,
-        Job storage j,
-        PoolParams memory c
-    ) private {
+    /// @dev Unlock and slash `who`'s validator bond to the pool; returns what was taken.
+    function _slashValidator(PoolState storage s, INodeRegistry registry, address who) private returns (uint256) {
+        uint256 bond = s.params.validatorBond;
+        registry.unlock(who, bond);
+        return registry.slash(who, bond, address(this));
+    }
+
+    /// @dev Skip slot i (it never revealed) and release its bond, less the no-show penalty (credited to the
+    ///      job's requester) if the reveal deadline passed (`late`).
+    function _releaseNoShow(PoolState storage s, INodeRegistry registry, uint256 unitId, uint256 i, bool late) private {
+        uint256 penalty = late ? (s.params.validatorBond * s.params.livenessPenaltyBps) / 10_000 : 0;
         Panel storage v = s.panels[unitId];
-        uint256 bond = c.validatorBond;
-        uint256 n = u.nValidators;
-        for (uint256 i; i < n; ++i) {
-            (address who, uint8 st) = v.at(i);
-            if (st != Verdicts.SKIPPED) registry.unlock(who, bond);
+        (address who, ) = v.at(i);
+        v.setState(i, Verdicts.SKIPPED);
+        registry.unlock(who, s.params.validatorBond);
+        uint256 taken = penalty == 0 ? 0 : registry.slash(who, penalty, address(this));
+        if (taken != 0) {
+            s.books.addCredit(s.jobs[s.units[unitId].jobId].requester, taken);
+            registry.recordMissed(who);
         }
-        registry.unlock(u.solver, j.p.collateralPerUnit);
-        _returnChallengeBond(s.books, u, c.challengeBond);
+        emit ITaskPool.ValidatorNoShow(unitId, who, taken);
+    }
+
+    /// @dev Solver honest: a challenger's bond is lost to the pot.
+    function _takeChallengeBond(Books storage b, StoredUnit storage u, uint256 bond) private returns (uint256) {
+        if (u.challenger == address(0)) return 0;
+        // INVARIANT: a lost challenge bond leaves the bond pool and enters the pot credited by the caller.
+        b.releaseBond(bond);
+        u.challenger = address(0);
+        return bond;
     }
 
     function _returnChallengeBond(Books storage b, StoredUnit storage u, uint256 bond) private {

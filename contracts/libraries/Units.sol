@@ -239,6 +239,9 @@ library Units {
         u.committed = 0;
         u.revealed = 0;
         u.opener = address(0);
+        // The next solver starts from nothing of this attempt: no root to recommit, no seed to reuse.
+        u.checkpointRoot = bytes32(0);
+        u.seed = bytes32(0);
         if (j.status == JobStatus.Cancelled) {
             u.status = UnitStatus.Cancelled;
             emit ITaskPool.UnitCancelled(unitId);

@@ -106,14 +106,6 @@ library Verdicts {
         }
     }
 
-    /// @dev A dispute ended: validators that had not revealed are skipped and released, without fee or penalty.
-    function releaseNoShows(Panel storage v, INodeRegistry registry, uint256 unitId, uint256 n, uint256 bond) internal {
-        for (uint256 i; i < n; ++i) {
-            address who = _skip(v, registry, i, bond);
-            if (who != address(0)) emit ITaskPool.ValidatorNoShow(unitId, who, 0);
-        }
-    }
-
     /// @dev Pay every accepting validator its fee out of the job's escrow and release its bond.
     function payAccepting(
         Panel storage v,

@@ -66,6 +66,7 @@ struct StoredUnit {
     uint8 committed;
     uint8 revealed;
     uint16 nValidators;
+    uint16 disputedSegment; // the segment a dispute is about (slot 0's spare bits: no extra SSTORE)
     uint64 openedAt;
     address solver;
     uint64 deadline; // Assigned: commit deadline; Verified: challenge end

@@ -95,9 +95,15 @@ class ValidatorDaemon(NodeDaemon):
                 self.metrics.unit_done()
             self.unfollow("drawn", unit.unit_id)
             return
-        if unit.status is not UnitStatus.COMMITTED:
-            return  # disputed: the committee decides
         epoch = seed[2:18]
+        if unit.status is UnitStatus.DISPUTED:
+            # Another validator's reject opened a dispute. A verdict we sealed is still revealed: the settlement
+            # judges an unrevealed one (slashed if it was about the proven segment).
+            if self.state.is_done(("vcommit", unit.unit_id, epoch)) and self.view.now() <= unit.reveal_deadline:
+                self._reveal(unit, task, self._sealed_verdict(unit, task, epoch), epoch)
+            return
+        if unit.status is not UnitStatus.COMMITTED:
+            return
         sealed = self._sealed_verdict(unit, task, epoch)
         me = self.address
         key = ("vcommit", unit.unit_id, epoch)

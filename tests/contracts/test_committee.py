@@ -59,9 +59,10 @@ def test_vote_guards_and_wrong_rejecter_is_slashed(proto: Protocol) -> None:
     assert p.unit(1)["status"] == 6  # Final: honest work is paid
 
 
-def test_no_quorum_reopens_the_unit_and_slashes_nobody(proto: Protocol) -> None:
+def test_no_quorum_reopens_the_unit_and_slashes_nobody_who_did_its_part(proto: Protocol) -> None:
     p = proto
-    did, _ = _rejected_unit(p)
+    did, va = _rejected_unit(p)
+    drawn = list(p.unit(1)["validators"])
     p.mine(2)
     p.tx(p.accounts[9], p.committee.functions.drawCommittee(did))
     members = p.committee.functions.membersOf(did).call()
@@ -71,8 +72,13 @@ def test_no_quorum_reopens_the_unit_and_slashes_nobody(proto: Protocol) -> None:
     p.tx(p.accounts[9], p.committee.functions.resolve(did))
     p.check_conservation()
     assert p.unit(1)["status"] == OPEN
+    # The drawn validator that never sealed a verdict pays the no-show penalty, as when verdicts close
+    # without a dispute; nobody else loses anything.
+    silent = [v for v in drawn if v != va]
+    penalty = p.params["validatorBond"] * p.params["livenessPenaltyBps"] // 10_000
     for a in p.accounts[2:8]:
-        assert p.registry.functions.bondedOf(a.address).call() == 1000 * E18
+        expected = 1000 * E18 - (penalty if a.address in silent else 0)
+        assert p.registry.functions.bondedOf(a.address).call() == expected, a.address
         assert p.registry.functions.lockedOf(a.address).call() == 0
     assert p.registry.functions.reputationOf(members[1]).call()[1] == 1  # a silent member is marked missed
 

@@ -120,9 +120,15 @@ def test_solver_with_wrong_transcript_is_rejected_voted_down_and_slashed(proto: 
     assert p.registry.functions.bondedOf(solver.address).call() == 1000 * E18 - collateral
     assert p.registry.functions.isJailed(solver.address).call()
     assert p.registry.functions.reputationOf(solver.address).call()[2] == 1
-    assert p.registry.functions.bondedOf(va).call() == stake_a - bond
+    # va answers only for its own segment: slashed if the draw gave it the segment proven wrong, otherwise
+    # (its accept was never proven wrong) released and paid its fee out of the pot.
+    same = seg_a == seg_b
+    fee = p.params["validatorFee"]
+    assert p.registry.functions.bondedOf(va).call() == stake_a - (bond if same else 0)
     assert p.registry.functions.bondedOf(vb).call() == 1000 * E18
-    pot = collateral + bond
+    pot = collateral + bond if same else collateral - fee
+    if not same:
+        assert p.pool.functions.credit(va).call() >= fee
     winners = [m for m in members if m != va] if va in members else members
     share = pot * p.params["committeeRewardBps"] // 10_000 // len(members)
     total_share = share * len(members)
