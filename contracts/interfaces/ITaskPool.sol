@@ -85,8 +85,8 @@ interface ITaskPool {
     event UnitOpened(uint256 indexed unitId, uint256 indexed jobId, uint32 round, uint32 shard, bool isAggregation);
     /// @notice A solver claimed a unit.
     event UnitClaimed(uint256 indexed unitId, address indexed solver, uint128 price, uint64 commitDeadline);
-    /// @notice A solver missed its commit deadline; the unit reopened (reputation only, no slash).
-    event UnitTimedOut(uint256 indexed unitId, address indexed solver);
+    /// @notice A solver missed its commit deadline: `penalty` (of its collateral) went to the requester; unit reopened.
+    event UnitTimedOut(uint256 indexed unitId, address indexed solver, uint256 penalty);
     /// @notice The solver committed its work.
     event UnitCommitted(uint256 indexed unitId, bytes32 checkpointRoot, bytes32 finalStateHash, string manifestCid);
     /// @notice Randomness was too old; it will be taken from a later block.

@@ -115,17 +115,24 @@ library Units {
         s.books.refund(j, refund);
     }
 
-    /// @notice The solver of assigned unit `unitId` missed its commit deadline: unlock its collateral whole,
-    ///         count a miss and reopen the unit. A missed deadline is a fault, not fraud: no slash, no jail.
+    /// @notice The solver of assigned unit `unitId` missed its commit deadline: unlock its collateral less the
+    ///         liveness penalty (`livenessPenaltyBps` of it, credited to the requester, whose job waited), count
+    ///         a miss and reopen the unit. A missed deadline is a fault, not fraud: a bounded penalty, no jail.
+    /// @dev Without the penalty, claiming and abandoning cost nothing but reputation, which fresh addresses
+    ///      do not have to lose: rotating addresses could hold every unit one commit window after another.
     function timeOut(PoolState storage s, INodeRegistry registry, uint256 unitId) external {
         StoredUnit storage u = unitIn(s, unitId, UnitStatus.Assigned);
         // INVARIANT: a solver keeps its unit until its commit deadline.
         if (block.timestamp <= u.deadline) revert ITaskPool.DeadlineNotReached(unitId, u.deadline);
         Job storage j = s.jobs[u.jobId];
         address solver = u.solver;
-        registry.unlock(solver, j.p.collateralPerUnit);
+        uint256 collateral = j.p.collateralPerUnit;
+        registry.unlock(solver, collateral);
+        uint256 penalty = (collateral * s.params.livenessPenaltyBps) / 10_000;
+        uint256 taken = penalty == 0 ? 0 : registry.slash(solver, penalty, address(this));
+        if (taken != 0) s.books.addCredit(j.requester, taken);
         registry.recordMissed(solver);
-        emit ITaskPool.UnitTimedOut(unitId, solver);
+        emit ITaskPool.UnitTimedOut(unitId, solver, taken);
         reopen(s, unitId, u, j);
     }
 

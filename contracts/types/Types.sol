@@ -54,7 +54,7 @@ enum Outcome {
 /// @notice Protocol parameters of a TaskPool (fixed at deployment).
 struct PoolParams {
     uint16 validatorsPerUnit; // validators drawn per unit (default 2)
-    uint16 livenessPenaltyBps; // share of a drawn validator's bond taken when it fails to reveal
+    uint16 livenessPenaltyBps; // share taken of a no-show validator's bond and of a timed-out solver's collateral
     uint16 committeeRewardBps; // share of a dispute's slashed pot paid to the winning voters
     uint64 claimWindow; // seconds for the required claim score to decay from 10000 to 0
     uint64 verdictCommitWindow; // seconds validators have to commit verdicts after the draw

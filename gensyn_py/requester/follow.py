@@ -55,7 +55,8 @@ def describe_event(e: EventRecord) -> str:
         case "UnitClaimed":
             return f"{unit} claimed by {short(a['solver'])} at {format_tokens(int(a['price']))}"
         case "UnitTimedOut":
-            return f"{unit}: solver {short(a['solver'])} missed its commit deadline; reopened"
+            return (f"{unit}: solver {short(a['solver'])} missed its commit deadline and paid "
+                    f"{format_tokens(int(a['penalty']))} to the requester; reopened")
         case "UnitCommitted":
             return f"{unit} committed (root 0x{bytes(a['checkpointRoot']).hex()[:12]}…)"
         case "ValidatorsDrawn":

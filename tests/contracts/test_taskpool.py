@@ -96,7 +96,7 @@ def test_score_decay_lets_good_solvers_claim_before_the_window_ends(proto: Proto
     p.tx(p.accounts[2], p.pool.functions.claim(1))
 
 
-def test_commit_only_by_solver_before_deadline_and_timeout_costs_reputation_not_stake(proto: Protocol) -> None:
+def test_commit_only_by_solver_before_deadline_and_timeout_costs_reputation_and_a_bounded_penalty(proto: Protocol) -> None:
     p, r, s = proto, proto.accounts[1], proto.accounts[2]
     p.submit(r)
     p.advance(p.params["claimWindow"])
@@ -108,14 +108,16 @@ def test_commit_only_by_solver_before_deadline_and_timeout_costs_reputation_not_
     expect(p, "DeadlinePassed", s, p.pool.functions.commit(1, w.root, w.final_hash, "m"))
     rc = p.tx(p.accounts[9], p.pool.functions.timeoutClaim(1))
     p.check_conservation()
-    assert p.events(rc, p.pool, "UnitTimedOut")[0]["args"]["solver"] == s.address
-    assert p.events(rc, p.registry, "Slashed") == []
+    penalty = 300 * E18 * p.params["livenessPenaltyBps"] // 10_000  # of the unit's collateral, to the requester
+    timed_out = p.events(rc, p.pool, "UnitTimedOut")[0]["args"]
+    assert (timed_out["solver"], timed_out["penalty"]) == (s.address, penalty)
+    assert [e["args"]["amount"] for e in p.events(rc, p.registry, "Slashed")] == [penalty]
     assert p.unit(1)["status"] == OPEN
-    assert p.registry.functions.bondedOf(s.address).call() == 1000 * E18
+    assert p.registry.functions.bondedOf(s.address).call() == 1000 * E18 - penalty
     assert p.registry.functions.lockedOf(s.address).call() == 0
     assert p.registry.functions.reputationOf(s.address).call() == [0, 1, 0]
-    assert not p.registry.functions.isJailed(s.address).call()
-    assert p.pool.functions.credit(r.address).call() == 0
+    assert not p.registry.functions.isJailed(s.address).call()  # a fault, not fraud
+    assert p.pool.functions.credit(r.address).call() == penalty
 
 
 def test_draw_waits_for_post_commit_randomness(proto: Protocol) -> None:

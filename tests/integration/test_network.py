@@ -93,7 +93,7 @@ def test_daemons_killed_mid_job_finish_it_without_repeating_anything(market: Loc
     assert_conservation(net)
 
 
-def test_a_vanished_solver_loses_its_unit_and_reputation_not_its_stake(market: LocalNetwork) -> None:
+def test_a_vanished_solver_loses_its_unit_reputation_and_a_bounded_liveness_penalty(market: LocalNetwork) -> None:
     net = market
     start = int(net.w3.eth.block_number)
     registry = protocol(net).registry()
@@ -118,8 +118,12 @@ def test_a_vanished_solver_loses_its_unit_and_reputation_not_its_stake(market: L
     assert [e["args"]["solver"] for e in timed_out] == [vanished]
     after = registry.reputation_of(vanished)
     assert (after.missed, after.frauds) == (before.missed + 1, before.frauds) and not registry.is_jailed(vanished)
-    assert slashes(net, start) == []  # a fault, not fraud: no stake taken
-    assert registry.bonded_of(vanished) == 1_000 * E18
+    # a fault, not fraud: not jailed, and only the liveness penalty taken (a share of the unit's collateral,
+    # credited to the requester whose job waited), so claiming and abandoning is not free
+    penalty = COLLATERAL * int(protocol(net).deployment["params"]["livenessPenaltyBps"]) // 10_000
+    assert slashes(net, start) == [(vanished, penalty)]
+    assert [e["args"]["penalty"] for e in timed_out] == [penalty]
+    assert registry.bonded_of(vanished) == 1_000 * E18 - penalty
     assert_conservation(net)
 
 
