@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from gensyn_py.errors import ConfigError
 from gensyn_py.requester.amounts import E18, format_tokens
-from gensyn_py.train.flops import spec_costs
 from gensyn_py.requester.pricing import escrow_for, unit_count
+from gensyn_py.train.flops import spec_costs
 from gensyn_py.types import PoolParams
 
 if TYPE_CHECKING:

@@ -96,7 +96,7 @@ def test_score_decay_lets_good_solvers_claim_before_the_window_ends(proto: Proto
     p.tx(p.accounts[2], p.pool.functions.claim(1))
 
 
-def test_commit_only_by_solver_before_deadline_and_timeout_costs_reputation_and_a_bounded_penalty(proto: Protocol) -> None:
+def test_commit_only_before_deadline_and_timeout_costs_reputation_and_a_bounded_penalty(proto: Protocol) -> None:
     p, r, s = proto, proto.accounts[1], proto.accounts[2]
     p.submit(r)
     p.advance(p.params["claimWindow"])

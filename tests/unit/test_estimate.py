@@ -14,8 +14,8 @@ from gensyn_py.devnet.deploy import DEFAULT_PARAMS
 from gensyn_py.errors import ConfigError
 from gensyn_py.requester.amounts import E18, format_tokens, parse_tokens
 from gensyn_py.requester.estimate import HARDWARE, HardwareClass, estimate, load_hardware
-from gensyn_py.train.flops import param_count, spec_costs, train_flops_per_example
 from gensyn_py.requester.pricing import PoolParams, escrow_for, unit_count
+from gensyn_py.train.flops import param_count, spec_costs, train_flops_per_example
 from gensyn_py.train.models import build_model, make_config
 from gensyn_py.train.spec import JobSpec, parse_spec
 from tests.unit.trainkit import spec_dict
