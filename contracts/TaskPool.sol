@@ -157,7 +157,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         uint256 segs = u.shard == Units.AGGREGATION ? 1 : j.p.segments;
         uint256[] memory segments = new uint256[](count);
         for (uint256 i; i < count; ++i) {
-            segments[i] = Segments.segmentIndex(seed, i, segs);
+            segments[i] = Segments.segmentIndex(seed, i, segs, count);
         }
         emit ValidatorsDrawn(unitId, seed, picked, segments, commitDeadline, commitDeadline + _revealWindow);
         if (count == 0) {
@@ -195,7 +195,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         if (u.status != UnitStatus.Disputed) u = _s.unitIn(unitId, UnitStatus.Committed);
         Panel storage v = _s.panels[unitId];
         uint256 i = v.checkReveal(u, unitId, accept, transcriptHash, salt, _revealWindow);
-        uint256 seg = Segments.segmentIndex(u.seed, i, _s.numSegments(u));
+        uint256 seg = Segments.segmentIndex(u.seed, i, _s.numSegments(u), u.nValidators);
         // INVARIANT: a verdict is about the committed segment the seed assigned to this validator.
         if (!Segments.verify(u.checkpointRoot, seg, startHash, endHash, transcriptCommit, proof)) {
             revert InvalidSegmentProof(unitId, seg);

@@ -129,7 +129,7 @@ library Disputes {
             if (st == Verdicts.SKIPPED) continue;
             // INVARIANT: a sealed verdict is judged only once its owner could no longer reveal it.
             if (st == Verdicts.COMMITTED && !late) revert ITaskPool.DeadlineNotReached(unitId, revealDeadline);
-            bool onDisputed = Segments.segmentIndex(u.seed, i, segs) == u.disputedSegment;
+            bool onDisputed = Segments.segmentIndex(u.seed, i, segs, u.nValidators) == u.disputedSegment;
             pot = _judgeSlot(s, registry, unitId, i, outcome, onDisputed, late, pot);
         }
         return pot;

@@ -32,9 +32,18 @@ library Segments {
         return keccak256(abi.encode(transcriptHash));
     }
 
-    /// @notice Segment replayed by validator slot i.
-    function segmentIndex(bytes32 seed, uint256 i, uint256 numSegments) internal pure returns (uint256) {
-        return uint256(keccak256(abi.encode(seed, i))) % numSegments;
+    /// @notice Segment replayed by validator slot i of `count`: sampled without replacement, stratified.
+    /// @dev The n segments, rotated by a random offset, are cut into `count` strata of n / count (floored
+    ///      bounds); slot i replays a random segment of stratum i. So `count` validators check min(count, n)
+    ///      distinct segments and any one segment is checked with probability exactly min(count, n) / n
+    ///      (the economics of `Units.create` rest on it). With count >= n slot i replays segment
+    ///      (offset + i) mod n: every segment is checked. `gensyn_py/proof/sampler.py` mirrors it bit for bit.
+    function segmentIndex(bytes32 seed, uint256 i, uint256 numSegments, uint256 count) internal pure returns (uint256) {
+        uint256 offset = uint256(keccak256(abi.encode(seed))) % numSegments;
+        if (count >= numSegments) return (offset + i) % numSegments;
+        uint256 lo = (i * numSegments) / count;
+        uint256 width = ((i + 1) * numSegments) / count - lo;
+        return (offset + lo + (uint256(keccak256(abi.encode(seed, i))) % width)) % numSegments;
     }
 
     /// @notice The verdict commitment a validator posts before revealing.

@@ -39,6 +39,17 @@ library Units {
     /// @dev Seconds from claim to commit deadline (block.timestamp + commitWindow must fit uint64).
     uint64 internal constant MAX_COMMIT_WINDOW = 30 days;
 
+    /// @notice The least collateral per unit under which faking one of `segments` segments does not pay.
+    /// @dev `validators` validators check m = min(validators, segments) distinct segments (`Segments`), so one
+    ///      faked segment is caught with probability P = m / segments. Faking pays the price with probability
+    ///      1 - P and loses the collateral with probability P: its expected value is <= 0 when
+    ///      collateral * m >= price * (segments - m), rounded up. Challengers' audits only add to P.
+    function minCollateral(uint256 price, uint256 segments, uint256 validators) internal pure returns (uint256) {
+        uint256 m = validators < segments ? validators : segments;
+        if (m == 0) return type(uint256).max; // nobody checks: no collateral is enough
+        return (price * (segments - m) + m - 1) / m;
+    }
+
     /// @notice Check `p`, store a new job of the caller and escrow its budget:
     ///         units * (maxPricePerUnit + `feesPerUnit`). Once per job, so it runs linked, not inlined.
     function create(
@@ -67,6 +78,9 @@ library Units {
         if (p.commitWindow > MAX_COMMIT_WINDOW) {
             revert ITaskPool.JobParamTooLarge("commitWindow", p.commitWindow, MAX_COMMIT_WINDOW);
         }
+        uint256 needed = minCollateral(p.maxPricePerUnit, segments, s.params.validatorsPerUnit);
+        // INVARIANT: faking one segment never has a positive expected value for a solver.
+        if (p.collateralPerUnit < needed) revert ITaskPool.CollateralTooLow(p.collateralPerUnit, needed);
         uint256 units = uint256(p.rounds) * p.shards + (p.shards > 1 ? p.rounds : 0);
         budget = units * (uint256(p.maxPricePerUnit) + feesPerUnit);
         jobId = s.nextJobId++;

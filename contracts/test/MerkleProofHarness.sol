@@ -2,6 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
+import {Segments} from "../libraries/Segments.sol";
 
 /// @title MerkleProofHarness
 /// @notice Test-only: exposes the checkpoint-commitment format so Python-made proofs can be checked on-chain.
@@ -34,7 +35,7 @@ contract MerkleProofHarness {
     }
 
     /// @notice The segment validator i replays: keccak256(abi.encode(seed, i)) % numSegments.
-    function segmentFor(bytes32 seed, uint256 i, uint256 numSegments) external pure returns (uint256) {
-        return uint256(keccak256(abi.encode(seed, i))) % numSegments;
+    function segmentFor(bytes32 seed, uint256 i, uint256 numSegments, uint256 count) external pure returns (uint256) {
+        return Segments.segmentIndex(seed, i, numSegments, count);
     }
 }

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gensyn_py.errors import ContractRevert
 from gensyn_py.node.daemon import Handler
 from gensyn_py.node.role import NodeConfig, NodeDaemon
-from gensyn_py.proof.sampler import segment_for
+from gensyn_py.proof.sampler import segments_for
 from gensyn_py.proof.verify import check_segment
 from gensyn_py.types import ROLE_CHALLENGER, Unit, UnitStatus
 
@@ -69,7 +69,7 @@ class ChallengerDaemon(NodeDaemon):
     def plan(self, unit: Unit) -> list[int]:
         """The segments to replay: unchecked ones, within the budget, in private random order."""
         n = self.pool.num_segments(unit.unit_id)
-        checked = {segment_for(unit.seed, i, n) for i in range(len(unit.validators))} if unit.drawn else set()
+        checked = set(segments_for(unit.seed, len(unit.validators), n)) if unit.drawn and unit.validators else set()
         unchecked = [j for j in range(n) if j not in checked]
         if unit.is_aggregation or not unchecked:
             return [0] if unit.is_aggregation else []

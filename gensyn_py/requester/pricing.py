@@ -26,7 +26,7 @@ from gensyn_py.types import (
     PoolParams,
 )
 
-__all__ = ["Offer", "PoolParams", "check_shape", "escrow_for", "unit_count"]
+__all__ = ["Offer", "PoolParams", "check_collateral", "check_shape", "escrow_for", "unit_count"]
 
 UINT64_MAX = 2**64 - 1
 UINT128_MAX = 2**128 - 1
@@ -92,3 +92,19 @@ class Offer:
             raise SubmitError(
                 f"commit window {self.commit_window}s is below the pool's minimum of {params.min_commit_window}s"
             )
+
+
+def check_collateral(offer: Offer, num_segments: int, params: PoolParams) -> None:
+    """The pool's rule (`Units.minCollateral`): faking one segment must not pay, so the collateral per unit
+    is at least price x (segments - m) / m, m = min(validators per unit, segments)."""
+    from gensyn_py.proof.sampler import min_collateral
+
+    need = min_collateral(offer.max_price_per_unit, num_segments, params.validators_per_unit)
+    if offer.collateral_per_unit < need:
+        raise SubmitError(
+            f"collateral {format_tokens(offer.collateral_per_unit)} per unit is too low for {num_segments} "
+            f"segments at a max price of {format_tokens(offer.max_price_per_unit)}: with "
+            f"{params.validators_per_unit} validators checking {min(params.validators_per_unit, num_segments)} "
+            f"of them, faking one segment would pay; offer at least {format_tokens(need)} "
+            f"(or fewer, longer segments: a larger checkpoint_interval)"
+        )

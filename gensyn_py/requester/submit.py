@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gensyn_py.errors import ChainError
 from gensyn_py.requester.amounts import format_tokens
 from gensyn_py.requester.errors import InsufficientFunds, SubmitError
-from gensyn_py.requester.pricing import UINT128_MAX, Offer, check_shape, escrow_for, unit_count
+from gensyn_py.requester.pricing import UINT128_MAX, Offer, check_collateral, check_shape, escrow_for, unit_count
 from gensyn_py.requester.validate import validate_job
 from gensyn_py.types import DEVICE_CLASSES, JobParams, PoolParams
 
@@ -70,6 +70,7 @@ def quote(requester: Requester, spec: JobSpec, offer: Offer) -> Quote:
     params = requester.pool_params()
     offer.check(params)
     check_shape(spec.rounds, spec.shards, spec.steps_per_unit, spec.checkpoint_interval)
+    check_collateral(offer, spec.num_segments, params)
     units = unit_count(spec.rounds, spec.shards)
     escrow = escrow_for(spec.rounds, spec.shards, offer.max_price_per_unit, params)
     if escrow > UINT128_MAX:

@@ -126,13 +126,22 @@ class Market:
         self.requester.store.put(data)
         return dict(dataset_entry(ds, data))
 
+    def collateral_for(self, num_segments: int) -> int:
+        """The market's collateral per unit: `COLLATERAL`, or the pool's least for this many segments if more."""
+        from gensyn_py.proof.sampler import min_collateral
+
+        validators = self.requester.pool_params().validators_per_unit
+        return max(COLLATERAL, min_collateral(MAX_PRICE, num_segments, validators))
+
     def submit(self, spec: dict[str, Any], commit_window: int = 120) -> SubmitResult:
         """Check, approve (unless standing) and submit a job spec at the market's offer."""
         from gensyn_py.requester.pricing import Offer
         from gensyn_py.requester.submit import submit_job
         from gensyn_py.train.spec import parse_spec
 
-        return submit_job(self.requester, parse_spec(spec), Offer(MAX_PRICE, COLLATERAL, commit_window))
+        parsed = parse_spec(spec)
+        offer = Offer(MAX_PRICE, self.collateral_for(parsed.num_segments), commit_window)
+        return submit_job(self.requester, parsed, offer)
 
     def completed(self, job_ids: Iterable[int]) -> bool:
         return all(self.view.job_state(j).status is JobStatus.COMPLETED for j in job_ids)

@@ -54,6 +54,9 @@ class PoisonKit:
                                        Offer(MAX_PRICE, COLLATERAL, window if window is not None else self.window))
         fields: dict[str, Any] = {"spec_hash": spec_hash, **shape}
         params = dataclasses.replace(params, **fields)
+        # enough collateral for the pool to accept the job: poison passes every check of the contract
+        segments = params.steps_per_unit // params.checkpoint_interval
+        params = dataclasses.replace(params, collateral_per_unit=self.market.collateral_for(segments))
         if requester.token.allowance(requester.address, requester.pool.address) < 2**255:
             requester.token.approve(requester.pool.address, 2**256 - 1)
         receipt = requester.pool.submit_job(params)

@@ -17,6 +17,7 @@ from gensyn_py.crypto.merkle import merkle_proof, merkle_root
 from gensyn_py.devnet.deploy import deploy_protocol
 from gensyn_py.errors import ContractRevert, TransactionError
 from gensyn_py.proof.commitment import segment_leaf, transcript_commit
+from gensyn_py.proof.sampler import segment_for
 
 E18 = 10**18
 SOLVER, VALIDATOR, CHALLENGER = 1, 2, 4
@@ -200,7 +201,7 @@ class Protocol:
     def segment_of(self, unit_id: int, slot: int) -> int:
         u = self.unit(unit_id)
         n = self.pool.functions.numSegments(unit_id).call()
-        return int.from_bytes(keccak(encode(["bytes32", "uint256"], [u["seed"], slot])), "big") % n
+        return segment_for(u["seed"], slot, n, len(u["validators"]))
 
     def verdict_hash(self, unit_id: int, validator: str, accept: bool, transcript: bytes, salt: bytes) -> bytes:
         return keccak(

@@ -95,7 +95,8 @@ def test_committee_is_full_whenever_enough_eligible_validators_exist(proto: Prot
     w = Work.honest(4)
     for _ in range(8):
         unit_id = p.pool.functions.nextUnitId().call()
-        p.submit(p.accounts[1], collateralPerUnit=10 * E18)  # the solver's stake covers all eight
+        # the solver's stake covers all eight; the price keeps the collateral above the pool's minimum
+        p.submit(p.accounts[1], collateralPerUnit=100 * E18, maxPricePerUnit=100 * E18)
         claim_and_commit(p, unit_id, p.accounts[2], w)
         opener = p.unit(unit_id)["validators"][0]
         commit_verdicts(p, unit_id, {opener: (False, keccak(b"wrong"))})

@@ -17,7 +17,7 @@ def test_python_commitments_verify_in_task_pool(proto: Protocol) -> None:
     assert merkle_root(leaves) == w.root
     claim_and_commit(p, 1, p.accounts[2], w)
     unit = p.unit(1)
-    segs = [segment_for(unit["seed"], i, 5) for i in range(len(unit["validators"]))]
+    segs = [segment_for(unit["seed"], i, 5, len(unit["validators"])) for i in range(len(unit["validators"]))]
     assert segs == [p.segment_of(1, i) for i in range(len(segs))]
     verdicts = {v: (True, w.segments[segs[i]][2]) for i, v in enumerate(unit["validators"])}
     commit_verdicts(p, 1, verdicts)

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from gensyn_py.errors import ContractRevert
+from gensyn_py.proof.sampler import min_collateral
 from gensyn_py.types import MAX_COMMIT_WINDOW, MAX_ROUNDS, MAX_SEGMENTS, MAX_SHARDS, MAX_STEPS_PER_UNIT
 from tests.contracts.flows import claim_and_commit
 from tests.contracts.helpers import COMMITTED, E18, Protocol, Work
@@ -34,8 +35,9 @@ BOUNDS: dict[str, tuple[dict[str, int], dict[str, int], int, int]] = {
         MAX_STEPS_PER_UNIT,
     ),
     "segments": (
-        {"stepsPerUnit": MAX_SEGMENTS, "checkpointInterval": 1},
-        {"stepsPerUnit": MAX_SEGMENTS + 1, "checkpointInterval": 1},
+        # 2 validators check 2 of 4,096 segments: the pool wants 2,047 x the price as collateral
+        {"stepsPerUnit": MAX_SEGMENTS, "checkpointInterval": 1, "collateralPerUnit": 2047 * 100 * E18},
+        {"stepsPerUnit": MAX_SEGMENTS + 1, "checkpointInterval": 1, "collateralPerUnit": 2047 * 100 * E18},
         MAX_SEGMENTS + 1,
         MAX_SEGMENTS,
     ),
@@ -66,6 +68,10 @@ def test_a_job_at_the_bound_is_accepted_and_its_unit_claimed_and_committed(proto
     p.submit(r, **inside)
     unit_id = p.pool.functions.nextUnitId().call() - 1  # the last unit the job opened
     assert unit_id >= first
+    extra = inside.get("collateralPerUnit", 0) - p.registry.functions.freeStakeOf(s.address).call()
+    if extra > 0:  # the solver stakes what the job's collateral needs
+        p.fund(s, extra)
+        p.tx(s, p.registry.functions.stake(extra))
     claim_and_commit(p, unit_id, s, Work.honest(1))
     u = p.unit(unit_id)
     assert u["status"] == COMMITTED and u["solver"] == s.address
@@ -108,14 +114,33 @@ def test_a_budget_the_pool_escrow_cannot_hold_is_refused_not_a_panic(proto: Prot
     p, r = proto, proto.accounts[1]
     p.submit(r)
     fees = 2 * p.params["validatorFee"]
-    err = expect(p, "InvalidJobParams", r, p.pool.functions.submitJob(p.job_params(maxPricePerUnit=U128 - fees)))
+    job = p.job_params(maxPricePerUnit=U128 - fees, collateralPerUnit=U128)
+    err = expect(p, "InvalidJobParams", r, p.pool.functions.submitJob(job))
     assert err.error_args["field"] == "budget"
+    p.check_conservation()
+
+
+@pytest.mark.parametrize(("segments", "price"), [(4, 200 * E18), (5, 200 * E18), (30, 10 * E18), (1, 50 * E18)])
+def test_collateral_below_what_makes_faking_a_segment_unprofitable_is_refused(
+    proto: Protocol, segments: int, price: int
+) -> None:
+    """Issue 11, attack 11: the pool refuses a job under which faking one segment has a positive expected value
+    (collateral x P(caught) < price x P(not caught), P = min(validators, segments) / segments)."""
+    p, r = proto, proto.accounts[1]
+    need = min_collateral(price, segments, p.params["validatorsPerUnit"])
+    shape = {"stepsPerUnit": 2 * segments, "checkpointInterval": 2, "maxPricePerUnit": price}
+    if need > 0:
+        low = p.job_params(**shape, collateralPerUnit=need - 1)
+        err = expect(p, "CollateralTooLow", r, p.pool.functions.submitJob(low))
+        assert err.error_args == {"collateral": need - 1, "needed": need}
+    afford(p, shape)
+    p.submit(r, **shape, collateralPerUnit=need)  # at the minimum: accepted
     p.check_conservation()
 
 
 # -- any job: refused with a named error, or claimable and committable; never a panic
 
-SUBMIT_REFUSALS = {"InvalidJobParams", "JobParamTooLarge", "ERC20InsufficientBalance"}
+SUBMIT_REFUSALS = {"InvalidJobParams", "JobParamTooLarge", "CollateralTooLow", "ERC20InsufficientBalance"}
 CLAIM_REFUSALS = {"PriceTooHigh", "InsufficientFreeStake"}
 
 

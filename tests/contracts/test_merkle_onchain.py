@@ -56,5 +56,6 @@ def test_transcript_commit_and_sampler_match_the_contract(harness: Any) -> None:
     t = keccak256(b"transcript")
     assert harness.functions.transcriptCommit(t).call() == transcript_commit(t)
     seed = keccak256(b"seed")
-    for i in range(5):
-        assert harness.functions.segmentFor(seed, i, 7).call() == segment_for(seed, i, 7)
+    for n, count in [(7, 2), (7, 3), (7, 7), (3, 5), (1, 1), (4096, 2), (10, 4)]:
+        for i in range(count):
+            assert harness.functions.segmentFor(seed, i, n, count).call() == segment_for(seed, i, n, count)

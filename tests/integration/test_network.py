@@ -15,6 +15,7 @@ import pytest
 
 from gensyn_py.chain.view import ChainView
 from gensyn_py.sim.localnet import LocalNetwork, wait_until
+from gensyn_py.sim.market import Market
 from gensyn_py.types import UnitStatus
 from tests.integration.ipfs_daemon import JsIpfsDaemon
 from tests.integration.market_kit import (
@@ -120,7 +121,8 @@ def test_a_vanished_solver_loses_its_unit_reputation_and_a_bounded_liveness_pena
     assert (after.missed, after.frauds) == (before.missed + 1, before.frauds) and not registry.is_jailed(vanished)
     # a fault, not fraud: not jailed, and only the liveness penalty taken (a share of the unit's collateral,
     # credited to the requester whose job waited), so claiming and abandoning is not free
-    penalty = COLLATERAL * int(protocol(net).deployment["params"]["livenessPenaltyBps"]) // 10_000
+    collateral = Market(net, requester_tokens=0).collateral_for(2000 // 20)  # 100 segments: above COLLATERAL
+    penalty = collateral * int(protocol(net).deployment["params"]["livenessPenaltyBps"]) // 10_000
     assert slashes(net, start) == [(vanished, penalty)]
     assert [e["args"]["penalty"] for e in timed_out] == [penalty]
     assert registry.bonded_of(vanished) == 1_000 * E18 - penalty

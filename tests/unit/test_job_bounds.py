@@ -74,3 +74,14 @@ def test_commit_window_is_refused_past_30_days_and_accepted_at_it() -> None:
     for window in (MAX_COMMIT_WINDOW + 1, 2**64 - 1):
         with pytest.raises(SubmitError, match="above the pool's maximum of 2592000s"):
             Offer(commit_window=window).check(PARAMS)
+
+
+def test_collateral_too_low_for_the_segments_is_refused_with_the_least_that_would_do() -> None:
+    """The pool's economics rule (`Units.minCollateral`), checked before anything is sent."""
+    from gensyn_py.requester.pricing import check_collateral
+
+    price = 10 * 10**18
+    check_collateral(Offer(price, 140 * 10**18), 30, PARAMS)  # 2 of 30 segments checked: 14 x the price
+    with pytest.raises(SubmitError, match="offer at least 140"):
+        check_collateral(Offer(price, 139 * 10**18), 30, PARAMS)
+    check_collateral(Offer(price, 0), 2, PARAMS)  # every segment is checked: no collateral needed

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from gensyn_py.crypto.merkle import hash_pair, merkle_proof, merkle_root, process_proof, verify_proof
 from gensyn_py.errors import VerificationError
 from gensyn_py.proof.commitment import segment_leaf, transcript_commit, transcript_hash
-from gensyn_py.proof.sampler import segment_for, segments_for
+from gensyn_py.proof.sampler import min_collateral, segment_for, segments_for
 
 
 def _leaves(n: int) -> list[bytes]:
@@ -72,13 +72,39 @@ def test_leaf_is_double_hashed_abi_encoding() -> None:
     assert segment_leaf(5, s, e, t) == keccak(inner)
 
 
-def test_sampler_matches_abi_encoding_and_spreads() -> None:
+def test_sampler_matches_abi_encoding() -> None:
     from eth_abi import encode
 
     seed = keccak(b"randomness")
-    expected = int.from_bytes(keccak(encode(["bytes32", "uint256"], [seed, 3])), "big") % 10
-    assert segment_for(seed, 3, 10) == expected
-    picks = segments_for(seed, 400, 10)
-    assert set(picks) == set(range(10))
+    offset = int.from_bytes(keccak(encode(["bytes32"], [seed])), "big") % 10
+    pick = int.from_bytes(keccak(encode(["bytes32", "uint256"], [seed, 3])), "big")
+    lo, width = 3 * 10 // 4, 4 * 10 // 4 - 3 * 10 // 4  # slot 3 of 4: stratum [7, 10)
+    assert segment_for(seed, 3, 10, 4) == (offset + lo + pick % width) % 10
+    assert segments_for(seed, 12, 10) == [(offset + i) % 10 for i in range(12)]  # more slots than segments
     with pytest.raises(ValueError):
-        segment_for(seed, 0, 0)
+        segment_for(seed, 0, 0, 1)
+
+
+@given(st.binary(min_size=32, max_size=32), st.integers(1, 64), st.integers(1, 64))
+def test_sampler_picks_distinct_segments_in_range(seed: bytes, n: int, count: int) -> None:
+    picks = segments_for(seed, count, n)
+    assert all(0 <= j < n for j in picks)
+    assert len(set(picks)) == min(count, n)
+
+
+def test_sampler_checks_every_segment_with_probability_count_over_n() -> None:
+    n, count, trials = 7, 3, 7000
+    hits = [0] * n
+    for t in range(trials):
+        for j in segments_for(keccak(b"seed%d" % t), count, n):
+            hits[j] += 1
+    expected = trials * count / n  # 3000; binomial sd ~ 41
+    assert all(abs(h - expected) < 200 for h in hits), hits
+
+
+def test_min_collateral_makes_faking_one_segment_unprofitable() -> None:
+    for price, n, v in [(10, 4, 2), (10, 30, 2), (7, 5, 3), (1, 4096, 2), (10, 2, 5)]:
+        c = min_collateral(price, n, v)
+        m = min(v, n)
+        assert c * m >= price * (n - m)  # caught with probability m / n: EV = price (n - m) / n - c m / n <= 0
+        assert c == 0 or (c - 1) * m < price * (n - m)  # and it is the least such
