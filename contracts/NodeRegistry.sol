@@ -44,6 +44,7 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         uint32 frauds;
         uint32 validatorSlot; // index + 1 in _validators[deviceClass]; 0 = not in the set
         uint64 jailedUntil; // 0 = not jailed; otherwise jailed until `unjail()` after this time
+        uint48 validatorSince; // block of the last entry into the set (fills slot 0: free to write with the slot)
         Hardware hw;
         uint128 bonded; // bonded and locked share a slot: lock/unlock/free-stake reads touch one slot
         uint128 locked;
@@ -390,6 +391,18 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         return _validators[deviceClass][index];
     }
 
+    /// @inheritdoc INodeRegistry
+    function validatorAtSince(uint8 deviceClass, uint256 index) external view returns (address node, uint256 since) {
+        node = _validators[deviceClass][index];
+        since = _nodes[node].validatorSince;
+    }
+
+    /// @inheritdoc INodeRegistry
+    function validatorSince(address node) external view returns (uint256) {
+        Node storage n = _nodes[node];
+        return n.validatorSlot == 0 ? 0 : n.validatorSince;
+    }
+
     // ------------------------------------------------------------------ internals
 
     /// @dev The caller's stake scope: false = any node's stake, true = only what it locked itself.
@@ -428,6 +441,7 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         address[] storage set = _validators[dc];
         set.push(node);
         n.validatorSlot = uint32(set.length);
+        n.validatorSince = uint48(block.number);
         emit ValidatorSetJoined(node, dc);
     }
 

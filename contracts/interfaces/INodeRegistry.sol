@@ -153,4 +153,9 @@ interface INodeRegistry {
     function validatorCount(uint8 deviceClass) external view returns (uint256);
     /// @notice Validator at `index` of `deviceClass`.
     function validatorAt(uint8 deviceClass, uint256 index) external view returns (address);
+    /// @notice Validator at `index` of `deviceClass` and the block it entered the set: a draw whose seed
+    /// comes from block B can skip candidates with `since >= B`, freezing its candidate set before the seed.
+    function validatorAtSince(uint8 deviceClass, uint256 index) external view returns (address node, uint256 since);
+    /// @notice Block `node` last entered its validator set (0 when not in it).
+    function validatorSince(address node) external view returns (uint256);
 }

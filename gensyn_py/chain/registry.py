@@ -104,6 +104,16 @@ class NodeRegistry(BoundContract):
     def validator_at(self, device_class: int, index: int, *, block: Block = "latest") -> str:
         return str(self.call("validatorAt", device_class, index, block=block))
 
+    def validator_since(self, node: str, *, block: Block = "latest") -> int:
+        """Block `node` last entered its validator set; 0 when not in it."""
+        return int(self.call("validatorSince", node, block=block))
+
+    def validator_at_since(self, device_class: int, index: int, *, block: Block = "latest") -> tuple[str, int]:
+        """(validator, entry block) at `index` of the set: candidates that entered at or after a draw's seed
+        block were not there when the seed was fixed."""
+        node, since = self.call("validatorAtSince", device_class, index, block=block)
+        return str(node), int(since)
+
     def unbonding_delay(self, *, block: Block = "latest") -> int:
         return int(self.call("unbondingDelay", block=block))
 

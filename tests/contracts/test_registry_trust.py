@@ -118,6 +118,25 @@ def test_an_attacker_with_n_addresses_needs_n_bonds(proto: Protocol) -> None:
     p.check_conservation()
 
 
+def test_entry_blocks_let_a_draw_freeze_its_candidates(proto: Protocol) -> None:
+    """A bonded newcomer that enters after a unit's commitment is marked with its entry block, so a draw
+    seeded after the commitment can tell it from the candidates that were there before."""
+    p = proto
+    reg = p.registry.functions
+    (late,) = fresh(p, 1, MIN)
+    commit_block = p.w3.eth.block_number
+    p.tx(late, reg.register(VALIDATOR, HW))
+    assert reg.validatorSince(late.address).call() == 0
+    rc = p.tx(late, reg.stake(MIN))
+    assert reg.validatorSince(late.address).call() == rc["blockNumber"] > commit_block
+    n = reg.validatorCount(1).call()
+    since = dict(reg.validatorAtSince(1, i).call() for i in range(n))
+    assert since[late.address] > commit_block
+    assert all(b <= commit_block for a, b in since.items() if a != late.address)
+    p.tx(late, reg.unbond(1))
+    assert reg.validatorSince(late.address).call() == 0
+
+
 def test_unbonding_under_the_minimum_leaves_the_set_and_staking_back_rejoins(proto: Protocol) -> None:
     p, v = proto, proto.accounts[3]
     assert v.address in validator_set(p)
@@ -334,6 +353,22 @@ def test_the_committee_cannot_jail_reward_or_touch_stake_it_did_not_lock(proto: 
     assert reg.lockedBy(c, v).call() == 0 and reg.lockedOf(v).call() == 0
     assert as_contract(p, c, reg.tryLock(v, 10**30))["status"] == 1  # a failed tryLock locks nothing
     assert reg.lockedBy(c, v).call() == 0
+
+
+def test_a_scoped_caller_pays_out_only_what_it_locked(proto: Protocol) -> None:
+    """PERM_STAKE_OWN | PERM_COMPLETED: `unlockCompleted` releases at most its own lock (the full-scope
+    caller's lock on the same node stays) and counts the completion."""
+    p = proto
+    (other,) = fresh(p, 1, 0)
+    reg = bare_registry(p, PERM_STAKE_ANY, extra=(other.address, PERM_STAKE_OWN | PERM_COMPLETED))
+    (v,) = fresh(p, 1, 0)
+    staked(p, reg, v, VALIDATOR, 100 * E18)
+    p.tx(p.deployer, reg.functions.lock(v.address, 40 * E18))
+    p.tx(other, reg.functions.lock(v.address, 10 * E18))
+    p.tx(other, reg.functions.unlockCompleted(v.address, 50 * E18))
+    assert reg.functions.lockedOf(v.address).call() == 40 * E18
+    assert reg.functions.reputationOf(v.address).call()[0] == 1
+    expect(p, "NotPermitted", p.deployer, reg.functions.unlockCompleted(v.address, 1))
 
 
 def test_outsiders_hold_no_permission(proto: Protocol) -> None:
