@@ -166,9 +166,9 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         if (!n.registered) revert NotRegistered(msg.sender);
         n.bonded = SafeCast.toUint128(uint256(n.bonded) + amount);
         totalStaked += amount;
+        _syncValidator(msg.sender, n); // effects before the token call
         _token.safeTransferFrom(msg.sender, address(this), amount);
         emit Staked(msg.sender, amount, n.bonded);
-        _syncValidator(msg.sender, n);
     }
 
     /// @inheritdoc INodeRegistry
@@ -273,9 +273,9 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         taken = fromBonded + fromUnbonding;
         if (taken == 0) return 0;
         totalStaked -= taken;
+        _syncValidator(node, n); // effects before the token call
         _token.safeTransfer(to, taken);
         emit Slashed(node, taken, to);
-        _syncValidator(node, n);
     }
 
     /// @inheritdoc INodeRegistry
