@@ -9,7 +9,10 @@ import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {Hardware} from "./types/Types.sol";
 
-/// @title NodeRegistry: staking, collateral, slashing and reputation of nodes.
+/// @title NodeRegistry: staking, collateral, slashing, reputation, jail and validator sets of nodes.
+/// @notice A node is in its device class's validator set exactly when it holds the VALIDATOR role, is not
+/// jailed and has at least `minValidatorStake` bonded; every call that changes one of the three keeps the
+/// set in step, so the draws (which only read `validatorCount`/`validatorAt`) never see anyone else.
 contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     using SafeERC20 for IERC20;
 
@@ -17,52 +20,107 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     uint8 public constant VALIDATOR = 2;
     uint8 public constant CHALLENGER = 4;
 
+    /// @notice Lock, unlock and slash any node's stake (the pool: it holds collateral and validator bonds).
+    uint8 public constant PERM_STAKE_ANY = 1;
+    /// @notice Lock any node's free stake, but unlock and slash only what this caller locked itself.
+    uint8 public constant PERM_STAKE_OWN = 2;
+    /// @notice `recordCompleted` (and the counter of `unlockCompleted`).
+    uint8 public constant PERM_COMPLETED = 4;
+    /// @notice `recordMissed`.
+    uint8 public constant PERM_MISSED = 8;
+    /// @notice `recordFraud`, which jails.
+    uint8 public constant PERM_FRAUD = 16;
+    uint8 internal constant _PERM_ALL = 31;
+
+    /// @dev Longest unbonding delay or jail period accepted: keeps `now + period` far from uint64's end and
+    /// refuses a "bounded" jail that is permanent in practice.
+    uint64 internal constant _MAX_PERIOD = 3650 days;
+
     struct Node {
         uint8 roles;
         bool registered;
-        bool jailed;
         uint32 completed;
         uint32 missed;
         uint32 frauds;
-        uint32 validatorSlot; // index + 1 in validatorsByClass; 0 = not in the set
-        uint64 unbondRelease;
+        uint32 validatorSlot; // index + 1 in _validators[deviceClass]; 0 = not in the set
+        uint64 jailedUntil; // 0 = not jailed; otherwise jailed until `unjail()` after this time
+        uint48 validatorSince; // block of the last entry into the set (fills slot 0: free to write with the slot)
         Hardware hw;
         uint128 bonded; // bonded and locked share a slot: lock/unlock/free-stake reads touch one slot
         uint128 locked;
-        uint256 unbonding;
+        uint192 unbonding; // unbonding and its release share a slot: unbond/withdraw touch one slot
+        uint64 unbondRelease;
     }
 
     IERC20 private immutable _token;
     /// @inheritdoc INodeRegistry
     uint64 public immutable unbondingDelay;
     /// @inheritdoc INodeRegistry
+    uint256 public immutable minValidatorStake;
+    /// @inheritdoc INodeRegistry
+    uint64 public immutable jailPeriod;
+    /// @inheritdoc INodeRegistry
     uint256 public totalStaked;
     bool public wired;
-    mapping(address => bool) public isProtocol;
+    /// @inheritdoc INodeRegistry
+    mapping(address => uint8) public permissionsOf;
+    /// @inheritdoc INodeRegistry
+    mapping(address => mapping(address => uint256)) public lockedBy;
     mapping(address => Node) private _nodes;
     mapping(uint8 => address[]) private _validators;
 
-    modifier onlyProtocol() {
-        if (!isProtocol[msg.sender]) revert NotProtocol(msg.sender);
+    modifier requires(uint8 perm) {
+        if (permissionsOf[msg.sender] & perm == 0) revert NotPermitted(msg.sender, perm);
         _;
     }
 
-    constructor(address token_, uint64 unbondingDelay_, address owner_) Ownable(owner_) {
+    constructor(
+        address token_,
+        uint64 unbondingDelay_,
+        uint256 minValidatorStake_,
+        uint64 jailPeriod_,
+        address owner_
+    ) Ownable(owner_) {
+        if (token_ == address(0)) revert InvalidParam("token", 0);
+        if (unbondingDelay_ == 0 || unbondingDelay_ > _MAX_PERIOD)
+            revert InvalidParam("unbondingDelay", unbondingDelay_);
+        // Zero would let 1-wei addresses into the draws (sybils); above uint128 no bond could ever reach it.
+        if (minValidatorStake_ == 0 || minValidatorStake_ > type(uint128).max) {
+            revert InvalidParam("minValidatorStake", minValidatorStake_);
+        }
+        if (jailPeriod_ == 0 || jailPeriod_ > _MAX_PERIOD) revert InvalidParam("jailPeriod", jailPeriod_);
         _token = IERC20(token_);
         unbondingDelay = unbondingDelay_;
+        minValidatorStake = minValidatorStake_;
+        jailPeriod = jailPeriod_;
     }
 
     /// @inheritdoc INodeRegistry
-    function wire(address[] calldata protocols, uint64 longestExposure) external onlyOwner {
+    function wire(
+        address[] calldata protocols,
+        uint8[] calldata permissions,
+        uint64 longestExposure,
+        uint256 validatorBond
+    ) external onlyOwner {
         if (wired) revert AlreadyWired();
         // INVARIANT: stake cannot leave before every challenge/dispute that could slash it has closed.
         if (unbondingDelay <= longestExposure) revert UnsafeUnbondingDelay(unbondingDelay, longestExposure + 1);
+        // INVARIANT: entering the validator set takes at least one bond (a member can always be drawn).
+        if (minValidatorStake < validatorBond) revert InvalidParam("minValidatorStake", minValidatorStake);
+        if (permissions.length != protocols.length) revert InvalidParam("permissions", permissions.length);
         wired = true;
         for (uint256 i; i < protocols.length; ++i) {
-            isProtocol[protocols[i]] = true;
-            emit ProtocolAuthorized(protocols[i]);
+            uint8 perm = permissions[i];
+            if (protocols[i] == address(0)) revert InvalidParam("protocol", 0);
+            // Both stake scopes at once would be ambiguous; no permission at all is a wiring mistake.
+            bool bothScopes = perm & (PERM_STAKE_ANY | PERM_STAKE_OWN) == (PERM_STAKE_ANY | PERM_STAKE_OWN);
+            if (perm == 0 || perm > _PERM_ALL || bothScopes) revert InvalidParam("permissions", perm);
+            permissionsOf[protocols[i]] = perm;
+            emit ProtocolAuthorized(protocols[i], perm);
         }
     }
+
+    // ------------------------------------------------------------------ a node's own calls
 
     /// @inheritdoc INodeRegistry
     function register(uint8 roles, Hardware calldata hw) external {
@@ -72,20 +130,33 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         n.registered = true;
         n.roles = roles;
         n.hw = hw;
-        if (roles & VALIDATOR != 0) {
-            _validators[hw.deviceClass].push(msg.sender);
-            n.validatorSlot = uint32(_validators[hw.deviceClass].length);
-        }
         emit NodeRegistered(msg.sender, roles, hw);
+        // A fresh node has no stake: a VALIDATOR enters the set from `stake` once it bonds the minimum.
+    }
+
+    /// @inheritdoc INodeRegistry
+    function joinValidatorSet() external {
+        Node storage n = _nodes[msg.sender];
+        if (!n.registered) revert NotRegistered(msg.sender);
+        if (n.validatorSlot != 0) revert AlreadyValidator(msg.sender);
+        if (n.jailedUntil != 0) revert StillJailed(msg.sender, n.jailedUntil);
+        if (n.bonded < minValidatorStake) revert StakeBelowMinimum(msg.sender, n.bonded, minValidatorStake);
+        if (n.roles & VALIDATOR == 0) {
+            n.roles |= VALIDATOR;
+            emit RolesChanged(msg.sender, n.roles);
+        }
+        _addValidator(msg.sender, n);
     }
 
     /// @inheritdoc INodeRegistry
     function leaveValidatorSet() external {
         Node storage n = _nodes[msg.sender];
         if (!n.registered) revert NotRegistered(msg.sender);
-        if (n.validatorSlot == 0) revert InvalidRoles(n.roles);
+        if (n.roles & VALIDATOR == 0) revert InvalidRoles(n.roles);
         n.roles &= ~VALIDATOR;
-        _removeValidator(msg.sender, n);
+        emit RolesChanged(msg.sender, n.roles);
+        // Jailed or under the minimum, it is already out of the set: dropping the role keeps it out.
+        if (n.validatorSlot != 0) _removeValidator(msg.sender, n);
     }
 
     /// @inheritdoc INodeRegistry
@@ -95,6 +166,7 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         if (!n.registered) revert NotRegistered(msg.sender);
         n.bonded = SafeCast.toUint128(uint256(n.bonded) + amount);
         totalStaked += amount;
+        _syncValidator(msg.sender, n); // effects before the token call
         _token.safeTransferFrom(msg.sender, address(this), amount);
         emit Staked(msg.sender, amount, n.bonded);
     }
@@ -107,9 +179,12 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         // INVARIANT: locked collateral and bonds never leave through unbonding.
         if (free < amount) revert InsufficientFreeStake(msg.sender, free, amount);
         n.bonded -= uint128(amount); // amount <= free <= bonded
-        n.unbonding += amount;
+        n.unbonding = SafeCast.toUint192(uint256(n.unbonding) + amount);
         n.unbondRelease = uint64(block.timestamp) + unbondingDelay;
         emit Unbonded(msg.sender, amount, n.unbondRelease);
+        // Unbonding stake is on its way out and weighs nothing in a draw: under the minimum, the node leaves
+        // the set (ValidatorSetLeft) and re-enters by itself when it stakes back up.
+        _syncValidator(msg.sender, n);
     }
 
     /// @inheritdoc INodeRegistry
@@ -126,29 +201,112 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     }
 
     /// @inheritdoc INodeRegistry
-    function lock(address node, uint256 amount) external onlyProtocol {
+    function unjail() external {
+        Node storage n = _nodes[msg.sender];
+        uint64 until = n.jailedUntil;
+        if (until == 0) revert NotJailed(msg.sender);
+        if (block.timestamp < until) revert StillJailed(msg.sender, until);
+        n.jailedUntil = 0;
+        emit Unjailed(msg.sender);
+        // Back in the draws only with the minimum still bonded (a slashed validator must top up first).
+        _syncValidator(msg.sender, n);
+    }
+
+    // ------------------------------------------------------------------ protocol hooks
+
+    /// @inheritdoc INodeRegistry
+    function lock(address node, uint256 amount) external {
+        bool own = _stakeScope();
         Node storage n = _nodes[node];
         uint256 free = n.bonded - n.locked;
         // INVARIANT: a lock is always backed by bonded stake.
         if (free < amount) revert InsufficientFreeStake(node, free, amount);
-        _lock(node, n, amount);
+        _lock(node, n, amount, own);
     }
 
     /// @inheritdoc INodeRegistry
-    function tryLock(address node, uint256 amount) external onlyProtocol returns (bool) {
+    function tryLock(address node, uint256 amount) external returns (bool) {
+        bool own = _stakeScope();
         Node storage n = _nodes[node];
         if (n.bonded - n.locked < amount) return false;
-        _lock(node, n, amount);
+        _lock(node, n, amount, own);
         return true;
     }
 
     /// @inheritdoc INodeRegistry
-    function unlockCompleted(address node, uint256 amount) external onlyProtocol {
+    function unlock(address node, uint256 amount) external {
+        bool own = _stakeScope();
+        _unlock(node, _nodes[node], _scoped(own, node, amount));
+    }
+
+    /// @inheritdoc INodeRegistry
+    function unlockCompleted(address node, uint256 amount) external {
+        bool own = _stakeScopeAnd(PERM_COMPLETED);
         Node storage n = _nodes[node];
-        _unlock(node, n, amount);
+        _unlock(node, n, _scoped(own, node, amount));
         ++n.completed;
         emit ReputationUpdated(node, n.completed, n.missed, n.frauds);
     }
+
+    /// @inheritdoc INodeRegistry
+    function slash(address node, uint256 amount, address to) external nonReentrant returns (uint256 taken) {
+        bool own = _stakeScope();
+        Node storage n = _nodes[node];
+        uint256 fromBonded;
+        if (own) {
+            // A scoped caller takes only stake it holds locked, and only from bonded stake (where its lock
+            // lives); taking it releases that lock.
+            amount = _scoped(true, node, amount);
+            fromBonded = amount < n.bonded ? amount : n.bonded;
+            uint128 rel = fromBonded < n.locked ? uint128(fromBonded) : n.locked;
+            n.locked -= rel;
+            if (rel != 0) emit Unlocked(node, rel, n.locked);
+            amount = fromBonded; // nothing from unbonding
+        } else {
+            fromBonded = amount < n.bonded ? amount : n.bonded;
+        }
+        n.bonded -= uint128(fromBonded);
+        if (n.locked > n.bonded) n.locked = n.bonded;
+        uint256 rest = amount - fromBonded;
+        uint256 fromUnbonding = rest < n.unbonding ? rest : n.unbonding;
+        n.unbonding -= uint192(fromUnbonding);
+        taken = fromBonded + fromUnbonding;
+        if (taken == 0) return 0;
+        totalStaked -= taken;
+        _syncValidator(node, n); // effects before the token call
+        _token.safeTransfer(to, taken);
+        emit Slashed(node, taken, to);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function recordCompleted(address node) external requires(PERM_COMPLETED) {
+        Node storage n = _nodes[node];
+        ++n.completed;
+        emit ReputationUpdated(node, n.completed, n.missed, n.frauds);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function recordMissed(address node) external requires(PERM_MISSED) {
+        Node storage n = _nodes[node];
+        ++n.missed;
+        emit ReputationUpdated(node, n.completed, n.missed, n.frauds);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function recordFraud(address node) external requires(PERM_FRAUD) {
+        Node storage n = _nodes[node];
+        ++n.frauds;
+        emit ReputationUpdated(node, n.completed, n.missed, n.frauds);
+        // A second fraud while jailed extends the term from now; it never shortens it.
+        uint64 until = uint64(block.timestamp) + jailPeriod;
+        if (until > n.jailedUntil) {
+            n.jailedUntil = until;
+            emit Jailed(node, until);
+        }
+        if (n.validatorSlot != 0) _removeValidator(node, n);
+    }
+
+    // ------------------------------------------------------------------ views
 
     /// @inheritdoc INodeRegistry
     function claimInfo(
@@ -159,58 +317,12 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         returns (uint8 roles, bool jailed, Hardware memory hw, uint32 completed, uint32 missed, uint32 frauds)
     {
         Node storage n = _nodes[node];
-        return (n.roles, n.jailed, n.hw, n.completed, n.missed, n.frauds);
+        return (n.roles, n.jailedUntil != 0, n.hw, n.completed, n.missed, n.frauds);
     }
 
     /// @inheritdoc INodeRegistry
-    function unlock(address node, uint256 amount) external onlyProtocol {
-        _unlock(node, _nodes[node], amount);
-    }
-
-    /// @inheritdoc INodeRegistry
-    function slash(
-        address node,
-        uint256 amount,
-        address to
-    ) external onlyProtocol nonReentrant returns (uint256 taken) {
-        Node storage n = _nodes[node];
-        uint256 fromBonded = amount < n.bonded ? amount : n.bonded;
-        n.bonded -= uint128(fromBonded);
-        if (n.locked > n.bonded) n.locked = n.bonded;
-        uint256 rest = amount - fromBonded;
-        uint256 fromUnbonding = rest < n.unbonding ? rest : n.unbonding;
-        n.unbonding -= fromUnbonding;
-        taken = fromBonded + fromUnbonding;
-        if (taken == 0) return 0;
-        totalStaked -= taken;
-        _token.safeTransfer(to, taken);
-        emit Slashed(node, taken, to);
-    }
-
-    /// @inheritdoc INodeRegistry
-    function recordCompleted(address node) external onlyProtocol {
-        Node storage n = _nodes[node];
-        ++n.completed;
-        emit ReputationUpdated(node, n.completed, n.missed, n.frauds);
-    }
-
-    /// @inheritdoc INodeRegistry
-    function recordMissed(address node) external onlyProtocol {
-        Node storage n = _nodes[node];
-        ++n.missed;
-        emit ReputationUpdated(node, n.completed, n.missed, n.frauds);
-    }
-
-    /// @inheritdoc INodeRegistry
-    function recordFraud(address node) external onlyProtocol {
-        Node storage n = _nodes[node];
-        ++n.frauds;
-        emit ReputationUpdated(node, n.completed, n.missed, n.frauds);
-        if (!n.jailed) {
-            n.jailed = true;
-            if (n.validatorSlot != 0) _removeValidator(node, n);
-            emit Jailed(node);
-        }
+    function isProtocol(address caller) external view returns (bool) {
+        return permissionsOf[caller] != 0;
     }
 
     /// @inheritdoc INodeRegistry
@@ -250,7 +362,17 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
 
     /// @inheritdoc INodeRegistry
     function isJailed(address node) external view returns (bool) {
-        return _nodes[node].jailed;
+        return _nodes[node].jailedUntil != 0;
+    }
+
+    /// @inheritdoc INodeRegistry
+    function jailedUntil(address node) external view returns (uint64) {
+        return _nodes[node].jailedUntil;
+    }
+
+    /// @inheritdoc INodeRegistry
+    function isValidator(address node) external view returns (bool) {
+        return _nodes[node].validatorSlot != 0;
     }
 
     /// @inheritdoc INodeRegistry
@@ -269,6 +391,60 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         return _validators[deviceClass][index];
     }
 
+    /// @inheritdoc INodeRegistry
+    function validatorAtSince(uint8 deviceClass, uint256 index) external view returns (address node, uint256 since) {
+        node = _validators[deviceClass][index];
+        since = _nodes[node].validatorSince;
+    }
+
+    /// @inheritdoc INodeRegistry
+    function validatorSince(address node) external view returns (uint256) {
+        Node storage n = _nodes[node];
+        return n.validatorSlot == 0 ? 0 : n.validatorSince;
+    }
+
+    // ------------------------------------------------------------------ internals
+
+    /// @dev The caller's stake scope: false = any node's stake, true = only what it locked itself.
+    function _stakeScope() internal view returns (bool own) {
+        return _stakeScopeAnd(0);
+    }
+
+    /// @dev `_stakeScope`, also requiring the bits `also`, from one read of the caller's permissions
+    /// (the honest path's `unlockCompleted` runs once per paid node).
+    function _stakeScopeAnd(uint8 also) internal view returns (bool own) {
+        uint8 perm = permissionsOf[msg.sender];
+        if (perm & also != also) revert NotPermitted(msg.sender, also);
+        if (perm & PERM_STAKE_ANY != 0) return false;
+        if (perm & PERM_STAKE_OWN == 0) revert NotPermitted(msg.sender, PERM_STAKE_ANY | PERM_STAKE_OWN);
+        return true;
+    }
+
+    /// @dev For a scoped caller, cap `amount` at what it holds locked on `node` and release that much of its claim.
+    function _scoped(bool own, address node, uint256 amount) internal returns (uint256) {
+        if (!own) return amount;
+        uint256 mine = lockedBy[msg.sender][node];
+        if (amount > mine) amount = mine;
+        lockedBy[msg.sender][node] = mine - amount;
+        return amount;
+    }
+
+    /// @dev Bring set membership in line with the rule: VALIDATOR role, not jailed, bonded >= minimum.
+    function _syncValidator(address node, Node storage n) internal {
+        bool eligible = n.roles & VALIDATOR != 0 && n.jailedUntil == 0 && n.bonded >= minValidatorStake;
+        if (eligible && n.validatorSlot == 0) _addValidator(node, n);
+        else if (!eligible && n.validatorSlot != 0) _removeValidator(node, n);
+    }
+
+    function _addValidator(address node, Node storage n) internal {
+        uint8 dc = n.hw.deviceClass;
+        address[] storage set = _validators[dc];
+        set.push(node);
+        n.validatorSlot = uint32(set.length);
+        n.validatorSince = uint48(block.number);
+        emit ValidatorSetJoined(node, dc);
+    }
+
     function _removeValidator(address node, Node storage n) internal {
         uint8 dc = n.hw.deviceClass;
         address[] storage set = _validators[dc];
@@ -281,9 +457,10 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         emit ValidatorSetLeft(node, dc);
     }
 
-    function _lock(address node, Node storage n, uint256 amount) internal {
+    function _lock(address node, Node storage n, uint256 amount, bool own) internal {
         uint128 locked = n.locked + uint128(amount); // amount <= free stake < 2^128
         n.locked = locked;
+        if (own) lockedBy[msg.sender][node] += amount;
         emit Locked(node, amount, locked);
     }
 

@@ -22,6 +22,13 @@ ROLE_SOLVER = 1
 ROLE_VALIDATOR = 2
 ROLE_CHALLENGER = 4
 
+# NodeRegistry permission bits (`PERM_*` in contracts/NodeRegistry.sol), granted per contract by `wire`.
+PERM_STAKE_ANY = 1  # lock, unlock and slash any node's stake
+PERM_STAKE_OWN = 2  # lock free stake; unlock and slash only what this caller locked itself
+PERM_COMPLETED = 4  # recordCompleted / unlockCompleted
+PERM_MISSED = 8  # recordMissed
+PERM_FRAUD = 16  # recordFraud (jails for jailPeriod)
+
 # Device classes as the registry stores them (uint8); exact replay needs the same class.
 DEVICE_CLASSES: dict[str, int] = {"cpu": 1, "cuda": 2}
 
@@ -233,6 +240,25 @@ class Reputation(Struct):
     completed: int
     missed: int
     frauds: int
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Whether a node may serve: jail term and validator-set membership (`NodeRegistry.jailedUntil`,
+    `isValidator`, `bondedOf` against `minValidatorStake`). Not one ABI struct: built by `registry.standing`."""
+
+    jailed_until: int  # 0 = not jailed; otherwise jailed until `unjail()` after this time
+    in_validator_set: bool
+    bonded: int
+    min_validator_stake: int
+
+    @property
+    def jailed(self) -> bool:
+        return self.jailed_until != 0
+
+    def may_unjail(self, now: int) -> bool:
+        """Jailed and the term is over: `unjail()` would succeed at chain time `now`."""
+        return self.jailed and now >= self.jailed_until
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from brownie import (
 )
 
 from gensyn_py.devnet.anvil import DEV_KEYS
-from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, write_deployment
+from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, REGISTRY_PERMISSIONS, write_deployment
 
 PROJECT = Path(__file__).resolve().parents[1]
 FLAGS = ("overwrite",)
@@ -102,7 +102,9 @@ def main(*flags: str) -> dict[str, Any]:
     p = DEFAULT_PARAMS
     first_block = chain.height + 1  # event scans start here
     token = GensynToken.deploy(deployer.address, tx)
-    registry = NodeRegistry.deploy(token.address, p["unbondingDelay"], deployer.address, tx)
+    registry = NodeRegistry.deploy(
+        token.address, p["unbondingDelay"], p["minValidatorStake"], p["jailPeriod"], deployer.address, tx
+    )
     # TaskPool links these libraries; brownie links the latest deployment of each on the network.
     libraries = {"Units": Units.deploy(tx), "Disputes": Disputes.deploy(tx)}
     pool = TaskPool.deploy(token.address, registry.address, tuple(p[k] for k in POOL_FIELDS), deployer.address, tx)
@@ -111,7 +113,8 @@ def main(*flags: str) -> dict[str, Any]:
     )
     pool.wire(committee.address, tx)
     committee.wire(pool.address, tx)
-    registry.wire([pool.address, committee.address], pool.longestExposure(), tx)
+    perms = [REGISTRY_PERMISSIONS["TaskPool"], REGISTRY_PERMISSIONS["DisputeCommittee"]]
+    registry.wire([pool.address, committee.address], perms, pool.longestExposure(), p["validatorBond"], tx)
     info = {
         "chainId": chain.id,
         "contracts": {

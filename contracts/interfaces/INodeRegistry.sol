@@ -6,8 +6,18 @@ import {Hardware} from "../types/Types.sol";
 /// @title Node registry: roles, hardware, stake, collateral locks, slashing, reputation.
 /// @notice Stake leaves through unbond -> delay -> withdraw; slashing reaches unbonding stake.
 interface INodeRegistry {
-    /// @notice Thrown when a caller that is not an authorized protocol contract calls a protocol hook.
-    error NotProtocol(address caller);
+    /// @notice Thrown when a caller lacks the permission bit(s) `needed` for a protocol hook (see `wire`).
+    error NotPermitted(address caller, uint8 needed);
+    /// @notice Thrown when a constructor or `wire` parameter is out of range; `name` is the parameter.
+    error InvalidParam(string name, uint256 value);
+    /// @notice Thrown when joining the validator set with less than `minValidatorStake` bonded.
+    error StakeBelowMinimum(address node, uint256 have, uint256 need);
+    /// @notice Thrown when a jailed node joins the validator set, or unjails before `until`.
+    error StillJailed(address node, uint64 until);
+    /// @notice Thrown when unjailing a node that is not jailed.
+    error NotJailed(address node);
+    /// @notice Thrown when joining the validator set while in it.
+    error AlreadyValidator(address node);
     /// @notice Thrown on a zero amount.
     error ZeroAmount();
     /// @notice Thrown when roles are 0 or contain unknown bits.
@@ -29,8 +39,13 @@ interface INodeRegistry {
 
     /// @notice A node registered.
     event NodeRegistered(address indexed node, uint8 roles, Hardware hw);
-    /// @notice A validator left the validator set of its device class.
+    /// @notice A node entered the validator set of its device class (role, not jailed, minimum bonded).
+    event ValidatorSetJoined(address indexed node, uint8 deviceClass);
+    /// @notice A validator left the validator set of its device class (left, unbonded or slashed under the
+    /// minimum, or jailed).
     event ValidatorSetLeft(address indexed node, uint8 deviceClass);
+    /// @notice A node's roles changed (`joinValidatorSet` / `leaveValidatorSet`).
+    event RolesChanged(address indexed node, uint8 roles);
     /// @notice Stake added.
     event Staked(address indexed node, uint256 amount, uint256 bonded);
     /// @notice Stake queued for withdrawal.
@@ -45,14 +60,18 @@ interface INodeRegistry {
     event Slashed(address indexed node, uint256 amount, address indexed to);
     /// @notice A reputation counter changed.
     event ReputationUpdated(address indexed node, uint32 completed, uint32 missed, uint32 frauds);
-    /// @notice A node was jailed after fraud.
-    event Jailed(address indexed node);
-    /// @notice A protocol contract was authorized.
-    event ProtocolAuthorized(address indexed protocol);
+    /// @notice A node was jailed after fraud, until `until` (a later fraud extends it).
+    event Jailed(address indexed node, uint64 until);
+    /// @notice A node left jail (`unjail` after its term).
+    event Unjailed(address indexed node);
+    /// @notice A protocol contract was authorized with the permission bits `permissions`.
+    event ProtocolAuthorized(address indexed protocol, uint8 permissions);
 
     /// @notice Register with a roles bitmask (SOLVER=1, VALIDATOR=2, CHALLENGER=4) and hardware.
     function register(uint8 roles, Hardware calldata hw) external;
-    /// @notice Leave the validator set (swap-and-pop; O(1)).
+    /// @notice Take the VALIDATOR role and enter the set (needs `minValidatorStake` bonded, not jailed).
+    function joinValidatorSet() external;
+    /// @notice Drop the VALIDATOR role and leave the validator set (swap-and-pop; O(1)).
     function leaveValidatorSet() external;
     /// @notice Add `amount` tokens of stake (pulled from the caller).
     function stake(uint256 amount) external;
@@ -60,26 +79,36 @@ interface INodeRegistry {
     function unbond(uint256 amount) external;
     /// @notice Withdraw released unbonded stake.
     function withdraw() external;
+    /// @notice Leave jail once `jailedUntil` has passed; a VALIDATOR with the minimum bonded re-enters the set.
+    function unjail() external;
 
-    /// @notice Lock `amount` of `node`'s free stake (protocol only).
+    /// @notice Lock `amount` of `node`'s free stake (PERM_STAKE_ANY or PERM_STAKE_OWN; the latter is tracked
+    /// in `lockedBy`, and such a caller may later unlock or slash only that).
     function lock(address node, uint256 amount) external;
     /// @notice Lock `amount` of `node`'s stake if that much is free; returns whether it did (protocol only).
     function tryLock(address node, uint256 amount) external returns (bool);
-    /// @notice Unlock up to `amount` of `node`'s locked stake (protocol only; saturating).
+    /// @notice Unlock up to `amount` of `node`'s locked stake (saturating; a PERM_STAKE_OWN caller only its own).
     function unlock(address node, uint256 amount) external;
-    /// @notice `unlock` then `recordCompleted` in one call (protocol only; same events).
+    /// @notice `unlock` then `recordCompleted` in one call (a stake permission and PERM_COMPLETED; same events).
     function unlockCompleted(address node, uint256 amount) external;
     /// @notice Slash up to `amount` from `node` (bonded first, then unbonding) to `to`; returns what was taken.
+    /// A PERM_STAKE_OWN caller takes at most what it holds locked on `node`, from bonded stake, releasing it.
     function slash(address node, uint256 amount, address to) external returns (uint256 taken);
-    /// @notice Count a completed unit (protocol only).
+    /// @notice Count a completed unit (PERM_COMPLETED).
     function recordCompleted(address node) external;
-    /// @notice Count a missed deadline (protocol only).
+    /// @notice Count a missed deadline (PERM_MISSED).
     function recordMissed(address node) external;
-    /// @notice Count a proven fraud and jail the node (protocol only).
+    /// @notice Count a proven fraud and jail the node for `jailPeriod` from now (PERM_FRAUD).
     function recordFraud(address node) external;
 
-    /// @notice Authorize protocol contracts and check the unbonding delay exceeds `longestExposure` (owner, once).
-    function wire(address[] calldata protocols, uint64 longestExposure) external;
+    /// @notice Authorize each of `protocols` with its `permissions` bits, check the unbonding delay exceeds
+    /// `longestExposure` and that `minValidatorStake` is at least `validatorBond` (owner, once).
+    function wire(
+        address[] calldata protocols,
+        uint8[] calldata permissions,
+        uint64 longestExposure,
+        uint256 validatorBond
+    ) external;
 
     /// @notice Stake token.
     function token() external view returns (address);
@@ -87,6 +116,16 @@ interface INodeRegistry {
     function unbondingDelay() external view returns (uint64);
     /// @notice Bonded + unbonding stake of all nodes (equals this contract's token balance).
     function totalStaked() external view returns (uint256);
+    /// @notice Bonded stake a VALIDATOR needs to be in the validator set (at least one validator bond).
+    function minValidatorStake() external view returns (uint256);
+    /// @notice Seconds a proven fraud keeps a node jailed.
+    function jailPeriod() external view returns (uint64);
+    /// @notice Permission bits of a protocol contract (0 = none).
+    function permissionsOf(address caller) external view returns (uint8);
+    /// @notice Whether `caller` holds any permission.
+    function isProtocol(address caller) external view returns (bool);
+    /// @notice Stake of `node` locked by the PERM_STAKE_OWN caller `caller` and not yet released.
+    function lockedBy(address caller, address node) external view returns (uint256);
     /// @notice Roles bitmask (0 when unregistered).
     function rolesOf(address node) external view returns (uint8);
     /// @notice Declared hardware.
@@ -95,8 +134,12 @@ interface INodeRegistry {
     function bondedOf(address node) external view returns (uint256);
     /// @notice Bonded minus locked.
     function freeStakeOf(address node) external view returns (uint256);
-    /// @notice Whether the node is jailed.
+    /// @notice Whether the node is jailed (until it calls `unjail` after `jailedUntil`).
     function isJailed(address node) external view returns (bool);
+    /// @notice End of the node's jail term (0 = not jailed).
+    function jailedUntil(address node) external view returns (uint64);
+    /// @notice Whether the node is in its device class's validator set.
+    function isValidator(address node) external view returns (bool);
     /// @notice Reputation counters.
     function reputationOf(address node) external view returns (uint32 completed, uint32 missed, uint32 frauds);
     /// @notice Roles, jail flag, hardware and reputation of a node in one call (all `TaskPool.claim` checks).
@@ -110,4 +153,9 @@ interface INodeRegistry {
     function validatorCount(uint8 deviceClass) external view returns (uint256);
     /// @notice Validator at `index` of `deviceClass`.
     function validatorAt(uint8 deviceClass, uint256 index) external view returns (address);
+    /// @notice Validator at `index` of `deviceClass` and the block it entered the set: a draw whose seed
+    /// comes from block B can skip candidates with `since >= B`, freezing its candidate set before the seed.
+    function validatorAtSince(uint8 deviceClass, uint256 index) external view returns (address node, uint256 since);
+    /// @notice Block `node` last entered its validator set (0 when not in it).
+    function validatorSince(address node) external view returns (uint256);
 }

@@ -1,7 +1,11 @@
-"""`NodeRegistry`: roles, hardware, stake and reputation of nodes (`contracts/NodeRegistry.sol`).
+"""`NodeRegistry`: roles, hardware, stake, reputation, jail and validator sets (`contracts/NodeRegistry.sol`).
 
 Only what a node (or anyone) may call is here; the protocol-only hooks (`lock`, `slash`, `record*`)
-are called by the other contracts, never from Python.
+are called by the other contracts, each with the permission bits `wire` granted it, never from Python.
+
+A node is in its device class's validator set exactly when it holds the VALIDATOR role, is not jailed
+and has at least `minValidatorStake` bonded (unbonding stake does not count); staking, unbonding,
+slashing, jailing and `unjail` keep the set in step.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 from web3.types import TxReceipt
 
 from gensyn_py.chain.bound import Block, BoundContract
-from gensyn_py.types import Hardware, Reputation, Unbonding
+from gensyn_py.types import Hardware, Reputation, Standing, Unbonding
 
 
 class NodeRegistry(BoundContract):
@@ -32,7 +36,17 @@ class NodeRegistry(BoundContract):
         return self.transact("withdraw")
 
     def leave_validator_set(self) -> TxReceipt:
+        """Drop the VALIDATOR role and leave the set."""
         return self.transact("leaveValidatorSet")
+
+    def join_validator_set(self) -> TxReceipt:
+        """Take the VALIDATOR role and enter the set; reverts `StakeBelowMinimum(node, have, need)` with less
+        than `minValidatorStake` bonded, `StillJailed` while jailed."""
+        return self.transact("joinValidatorSet")
+
+    def unjail(self) -> TxReceipt:
+        """Leave jail after `jailedUntil`; a VALIDATOR with the minimum bonded re-enters the set."""
+        return self.transact("unjail")
 
     # -- views ---------------------------------------------------------------------------------
 
@@ -57,7 +71,25 @@ class NodeRegistry(BoundContract):
         return Unbonding.from_abi(self.call("unbondingOf", node, block=block))
 
     def is_jailed(self, node: str, *, block: Block = "latest") -> bool:
+        """Jailed until it calls `unjail()` after `jailed_until` (fraud jails for `jailPeriod`)."""
         return bool(self.call("isJailed", node, block=block))
+
+    def jailed_until(self, node: str, *, block: Block = "latest") -> int:
+        """End of the jail term (chain seconds); 0 when not jailed."""
+        return int(self.call("jailedUntil", node, block=block))
+
+    def is_validator(self, node: str, *, block: Block = "latest") -> bool:
+        """In its device class's validator set (so it can be drawn)."""
+        return bool(self.call("isValidator", node, block=block))
+
+    def standing(self, node: str, *, block: Block = "latest") -> Standing:
+        """Jail term, validator-set membership and bonded stake against the minimum (each read at `block`)."""
+        return Standing(
+            jailed_until=self.jailed_until(node, block=block),
+            in_validator_set=self.is_validator(node, block=block),
+            bonded=self.bonded_of(node, block=block),
+            min_validator_stake=self.min_validator_stake(block=block),
+        )
 
     def reputation_of(self, node: str, *, block: Block = "latest") -> Reputation:
         return Reputation.from_abi(self.call("reputationOf", node, block=block))
@@ -72,5 +104,27 @@ class NodeRegistry(BoundContract):
     def validator_at(self, device_class: int, index: int, *, block: Block = "latest") -> str:
         return str(self.call("validatorAt", device_class, index, block=block))
 
+    def validator_since(self, node: str, *, block: Block = "latest") -> int:
+        """Block `node` last entered its validator set; 0 when not in it."""
+        return int(self.call("validatorSince", node, block=block))
+
+    def validator_at_since(self, device_class: int, index: int, *, block: Block = "latest") -> tuple[str, int]:
+        """(validator, entry block) at `index` of the set: candidates that entered at or after a draw's seed
+        block were not there when the seed was fixed."""
+        node, since = self.call("validatorAtSince", device_class, index, block=block)
+        return str(node), int(since)
+
     def unbonding_delay(self, *, block: Block = "latest") -> int:
         return int(self.call("unbondingDelay", block=block))
+
+    def min_validator_stake(self, *, block: Block = "latest") -> int:
+        """Bonded stake a validator needs to be in the set (at least one validator bond)."""
+        return int(self.call("minValidatorStake", block=block))
+
+    def jail_period(self, *, block: Block = "latest") -> int:
+        """Seconds a proven fraud jails a node."""
+        return int(self.call("jailPeriod", block=block))
+
+    def permissions_of(self, contract: str, *, block: Block = "latest") -> int:
+        """The `PERM_*` bits (gensyn_py.types) `contract` holds on the registry; 0 for anyone else."""
+        return int(self.call("permissionsOf", contract, block=block))

@@ -3,7 +3,8 @@
 `deploy_protocol` deploys GensynToken, NodeRegistry, TaskPool (after the libraries it
 links: `Units`, `Disputes`) and DisputeCommittee, wires them (TaskPool -> resolver,
 resolver -> TaskPool, registry authorizes both and checks its unbonding delay exceeds
-the longest exposure) and returns a deployment record. Defaults are small windows in
+the longest exposure), grants each contract only the registry permissions it needs
+(`REGISTRY_PERMISSIONS`) and returns a deployment record. Defaults are small windows in
 seconds, friendly to tests on a local chain.
 """
 
@@ -18,6 +19,7 @@ from web3 import Web3
 
 from gensyn_py.devnet.linking import deploy_order, link
 from gensyn_py.errors import TransactionError
+from gensyn_py.types import PERM_COMPLETED, PERM_FRAUD, PERM_MISSED, PERM_STAKE_ANY, PERM_STAKE_OWN
 
 DEFAULT_PARAMS: dict[str, int] = {
     "validatorsPerUnit": 2,
@@ -34,6 +36,17 @@ DEFAULT_PARAMS: dict[str, int] = {
     "committeeSize": 3,
     "votingPeriod": 120,
     "unbondingDelay": 600,
+    # Registry: entering the validator set takes at least one validator bond (sybils pay per address);
+    # a proven fraud jails for `jailPeriod` seconds (then `unjail()`).
+    "minValidatorStake": 50 * 10**18,
+    "jailPeriod": 3600,
+}
+# The pool locks, unlocks and slashes collateral and validator bonds and keeps every counter; the committee
+# only counts missed votes, and may lock (then unlock or slash) only stake it locked itself.
+__all__ = ["PERM_COMPLETED", "PERM_FRAUD", "PERM_MISSED", "PERM_STAKE_ANY", "PERM_STAKE_OWN"]  # re-exported
+REGISTRY_PERMISSIONS: dict[str, int] = {
+    "TaskPool": PERM_STAKE_ANY | PERM_COMPLETED | PERM_MISSED | PERM_FRAUD,
+    "DisputeCommittee": PERM_STAKE_OWN | PERM_MISSED,
 }
 POOL_FIELDS = (
     "validatorsPerUnit",
@@ -104,10 +117,14 @@ def deploy_protocol(
     """Deploy and wire every contract; returns {"chainId", "contracts": {name: address}, "libraries": {name: address},
     "params", "block"}."""
     p = {**DEFAULT_PARAMS, **(params or {})}
+    if params is not None and "validatorBond" in params and "minValidatorStake" not in params:
+        p["minValidatorStake"] = p["validatorBond"]  # at least one bond, as the registry's wiring requires
     me = deployer.address
     first_block = int(w3.eth.block_number) + 1  # event scans start here
     token = _deploy(w3, deployer, artifacts["GensynToken"], me)
-    registry = _deploy(w3, deployer, artifacts["NodeRegistry"], token, p["unbondingDelay"], me)
+    registry = _deploy(
+        w3, deployer, artifacts["NodeRegistry"], token, p["unbondingDelay"], p["minValidatorStake"], p["jailPeriod"], me
+    )
     pool_params = tuple(int(p[k]) for k in POOL_FIELDS)
     libraries = deploy_libraries(w3, deployer, artifacts)
     pool = _deploy(w3, deployer, artifacts["TaskPool"], token, registry, pool_params, me, libraries=libraries)
@@ -121,7 +138,11 @@ def deploy_protocol(
         .functions.longestExposure()
         .call()
     )
-    _call(w3, deployer, artifacts["NodeRegistry"], registry, "wire", [pool, committee], exposure)
+    perms = [REGISTRY_PERMISSIONS["TaskPool"], REGISTRY_PERMISSIONS["DisputeCommittee"]]
+    _call(
+        w3, deployer, artifacts["NodeRegistry"], registry, "wire", [pool, committee], perms, exposure,
+        p["validatorBond"],
+    )
     return {
         "chainId": w3.eth.chain_id,
         "contracts": {"GensynToken": token, "NodeRegistry": registry, "TaskPool": pool, "DisputeCommittee": committee},

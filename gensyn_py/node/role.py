@@ -23,7 +23,7 @@ from eth_account.signers.local import LocalAccount
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.chain.view import ChainView
-from gensyn_py.errors import ContractRevert
+from gensyn_py.errors import ConfigError, ContractRevert
 from gensyn_py.node.daemon import Daemon
 from gensyn_py.node.hardware import HardwareProfile
 from gensyn_py.node.metrics import DaemonMetrics
@@ -31,7 +31,7 @@ from gensyn_py.node.quarantine import CRASHES_BEFORE_QUARANTINE, Quarantine, is_
 from gensyn_py.node.state import DaemonState
 from gensyn_py.proof.content import JobContent
 from gensyn_py.storage.base import ContentStore
-from gensyn_py.types import Unit, UnitStatus
+from gensyn_py.types import ROLE_VALIDATOR, Unit, UnitStatus
 
 E18 = 10**18
 T = TypeVar("T")
@@ -107,8 +107,38 @@ class NodeDaemon(Daemon):
             if amount > 0:
                 self.registry.stake(amount)
                 self.log.info("node.staked", amount=amount / E18, bonded=(bonded + amount) / E18)
+        self.check_standing()
         self.metrics.set_earnings(int(self.state.get("earned", 0)) / E18)
         warm_up()
+
+    def check_standing(self) -> None:
+        """Leave jail if the term is over; refuse to run a validator that could never be drawn.
+
+        A jailed node serves again only after `unjail()` once `jailedUntil` has passed: it is sent here
+        (at start) when due, and a node still serving its term runs on, logging when it ends. A validator
+        enters the draws only with `minValidatorStake` bonded, so one whose stake is smaller (a `--stake`
+        under the minimum, or a wallet too poor to reach it) stops with a ConfigError naming both amounts
+        rather than idling unseen.
+        """
+        standing = self.registry.standing(self.address)
+        if standing.jailed:
+            if not standing.may_unjail(self.view.now()):
+                self.log.warning("node.jailed", until=standing.jailed_until)
+                return
+            self.once(("unjail", standing.jailed_until), self.registry.unjail,
+                      already_done=lambda: not self.registry.is_jailed(self.address))
+            self.log.info("node.unjailed", jailed_until=standing.jailed_until)
+            standing = self.registry.standing(self.address)
+        if self.role_bits & ROLE_VALIDATOR and standing.bonded < standing.min_validator_stake:
+            raise ConfigError(
+                f"validator stake {standing.bonded / E18:g} tokens is below the registry's minimum of "
+                f"{standing.min_validator_stake / E18:g} (minValidatorStake): a validator under it is never "
+                f"drawn; run with --stake {standing.min_validator_stake / E18:g} or more and hold that many tokens"
+            )
+        if self.role_bits & ROLE_VALIDATOR and not standing.in_validator_set:
+            # Running a validator means wanting the draws: re-take the role if the node once left the set.
+            self.registry.join_validator_set()
+            self.log.info("node.joined_validator_set", bonded=standing.bonded / E18)
 
     # -- units followed ----------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import pytest
 from eth_utils import keccak
 from web3 import Web3
 
-from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, _call, _deploy, deploy_libraries
+from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, REGISTRY_PERMISSIONS, _call, _deploy, deploy_libraries
 from gensyn_py.errors import ContractRevert
 from tests.contracts.flows import claim_and_commit
 from tests.contracts.helpers import E18, SOLVER, VALIDATOR, Protocol, Work, protocol_errors
@@ -29,7 +29,10 @@ class HostileProtocol(Protocol):
         self.deployer = d = accounts[0]
         p = dict(DEFAULT_PARAMS)
         token = _deploy(w3, d, artifacts["HostileToken"])
-        registry = _deploy(w3, d, artifacts["NodeRegistry"], token, p["unbondingDelay"], d.address)
+        registry = _deploy(
+            w3, d, artifacts["NodeRegistry"], token, p["unbondingDelay"], p["minValidatorStake"], p["jailPeriod"],
+            d.address,
+        )
         pool_params = tuple(int(p[k]) for k in POOL_FIELDS)
         libraries = deploy_libraries(w3, d, artifacts)
         pool = _deploy(w3, d, artifacts["TaskPool"], token, registry, pool_params, d.address, libraries=libraries)
@@ -45,7 +48,9 @@ class HostileProtocol(Protocol):
         self.pool = self._c("TaskPool", pool)
         self.committee = self._c("DisputeCommittee", committee)
         exposure = self.pool.functions.longestExposure().call()
-        _call(w3, d, artifacts["NodeRegistry"], registry, "wire", [pool, committee], exposure)
+        perms = [REGISTRY_PERMISSIONS["TaskPool"], REGISTRY_PERMISSIONS["DisputeCommittee"]]
+        wiring = ([pool, committee], perms, exposure, p["validatorBond"])
+        _call(w3, d, artifacts["NodeRegistry"], registry, "wire", *wiring)
         self.gas_used = 0
 
     def arm(self, trigger: str, target: Any, calldata: str, bubble: bool) -> None:

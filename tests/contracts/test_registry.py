@@ -52,21 +52,22 @@ def test_unbond_then_withdraw_only_after_delay(proto: Protocol) -> None:
 
 def test_protocol_hooks_reject_outsiders(proto: Protocol) -> None:
     p, a, node = proto, proto.accounts[9], proto.accounts[2].address
-    for fn in (
-        p.registry.functions.lock(node, 1),
-        p.registry.functions.unlock(node, 1),
-        p.registry.functions.slash(node, 1, a.address),
-        p.registry.functions.recordCompleted(node),
-        p.registry.functions.recordMissed(node),
-        p.registry.functions.recordFraud(node),
+    stake_any_or_own, completed, missed, fraud = 3, 4, 8, 16
+    for fn, needed in (
+        (p.registry.functions.lock(node, 1), stake_any_or_own),
+        (p.registry.functions.unlock(node, 1), stake_any_or_own),
+        (p.registry.functions.slash(node, 1, a.address), stake_any_or_own),
+        (p.registry.functions.recordCompleted(node), completed),
+        (p.registry.functions.recordMissed(node), missed),
+        (p.registry.functions.recordFraud(node), fraud),
     ):
-        err = expect(p, "NotProtocol", a, fn)
-        assert err.error_args["caller"] == a.address
+        err = expect(p, "NotPermitted", a, fn)
+        assert (err.error_args["caller"], err.error_args["needed"]) == (a.address, needed)
 
 
 def test_wire_only_once(proto: Protocol) -> None:
     p = proto
-    expect(p, "AlreadyWired", p.deployer, p.registry.functions.wire([p.deployer.address], 0))
+    expect(p, "AlreadyWired", p.deployer, p.registry.functions.wire([p.deployer.address], [1], 0, 0))
     expect(p, "AlreadyWired", p.deployer, p.pool.functions.wire(p.deployer.address))
     expect(p, "AlreadyWired", p.deployer, p.committee.functions.wire(p.deployer.address))
 
@@ -83,6 +84,7 @@ def test_unsafe_unbonding_delay_is_refused_at_wiring(w3, accounts, artifacts, sn
 
 
 def test_leave_validator_set_swaps_and_pops(proto: Protocol) -> None:
+    """Leaving drops the VALIDATOR role and swap-and-pops the set (O(1))."""
     p = proto
     n = p.registry.functions.validatorCount(1).call()
     first = p.registry.functions.validatorAt(1, 0).call()
@@ -106,9 +108,10 @@ def test_slash_reaches_unbonding_stake(w3, accounts, artifacts, snapshot) -> Non
 
     p = Protocol(w3, accounts, artifacts)
     reg = p._c(
-        "NodeRegistry", _deploy(w3, p.deployer, artifacts["NodeRegistry"], p.token.address, 100, p.deployer.address)
+        "NodeRegistry",
+        _deploy(w3, p.deployer, artifacts["NodeRegistry"], p.token.address, 100, E18, 10, p.deployer.address),
     )
-    p.tx(p.deployer, reg.functions.wire([p.deployer.address], 99))
+    p.tx(p.deployer, reg.functions.wire([p.deployer.address], [1 | 16], 99, E18))
     node = accounts[9]
     p.tx(p.deployer, p.token.functions.mint(node.address, 100 * E18))
     p.tx(node, p.token.functions.approve(reg.address, 2**256 - 1))
