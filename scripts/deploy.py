@@ -23,7 +23,7 @@ from brownie import (
 )
 
 from gensyn_py.devnet.anvil import DEV_KEYS
-from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, write_deployment
+from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, committee_args, write_deployment
 
 
 def main() -> dict[str, Any]:
@@ -35,9 +35,7 @@ def main() -> dict[str, Any]:
     # TaskPool links these libraries; brownie links a library deployed earlier on the same network.
     libraries = {"Units": Units.deploy(tx), "Disputes": Disputes.deploy(tx)}
     pool = TaskPool.deploy(token.address, registry.address, tuple(p[k] for k in POOL_FIELDS), deployer.address, tx)
-    committee = DisputeCommittee.deploy(
-        registry.address, p["committeeSize"], p["votingPeriod"], deployer.address, tx
-    )
+    committee = DisputeCommittee.deploy(registry.address, *committee_args(p), deployer.address, tx)
     pool.wire(committee.address, tx)
     committee.wire(pool.address, tx)
     registry.wire([pool.address, committee.address], pool.longestExposure(), tx)

@@ -1,28 +1,41 @@
-"""`DisputeCommittee`: a random committee of validators votes on a disputed unit (`contracts/DisputeCommittee.sol`).
+"""`DisputeCommittee`: stake-drawn committees vote on a disputed unit in sealed rounds (DisputeCommittee.sol).
 
-Only the task pool opens disputes (`openDispute`); anyone draws the committee and resolves, members vote.
+Only the task pool opens disputes (`openDispute`). Anyone draws a round's committee once its seed block
+is mined, and resolves a round once its votes are all revealed or its deadline passed (a round without a
+decision escalates to a committee twice as large). Members seal a vote (`commit_vote`, with `vote_hash`)
+and reveal it once every member sealed or the commit phase ended.
 """
 
 from __future__ import annotations
 
+from eth_abi import encode
 from web3.types import TxReceipt
 
 from gensyn_py.chain.bound import Block, BoundContract
-from gensyn_py.types import Dispute, Vote
+from gensyn_py.crypto.hashing import keccak256
+from gensyn_py.types import Dispute, Seat, Vote
+
+
+def vote_hash(dispute_id: int, member: str, solver_honest: bool, salt: bytes) -> bytes:
+    """The sealed vote: keccak256(abi.encode(disputeId, member, solverHonest, salt))."""
+    return keccak256(encode(["uint256", "address", "bool", "bytes32"], [dispute_id, member, solver_honest, salt]))
 
 
 class DisputeCommittee(BoundContract):
     NAME = "DisputeCommittee"
 
     def draw_committee(self, dispute_id: int) -> TxReceipt:
-        """Anyone, once the randomness after the opening block exists."""
+        """Anyone, once the current round's seed block is mined (a stale seed is re-targeted, not drawn)."""
         return self.transact("drawCommittee", dispute_id)
 
-    def vote(self, dispute_id: int, solver_honest: bool) -> TxReceipt:
-        return self.transact("vote", dispute_id, solver_honest)
+    def commit_vote(self, dispute_id: int, commitment: bytes) -> TxReceipt:
+        return self.transact("commitVote", dispute_id, commitment)
+
+    def reveal_vote(self, dispute_id: int, solver_honest: bool, salt: bytes) -> TxReceipt:
+        return self.transact("revealVote", dispute_id, solver_honest, salt)
 
     def resolve(self, dispute_id: int) -> TxReceipt:
-        """Anyone, once every member voted or the vote closed."""
+        """Anyone, once the round's votes are all revealed or its deadline passed."""
         return self.transact("resolve", dispute_id)
 
     # -- views ---------------------------------------------------------------------------------
@@ -30,7 +43,11 @@ class DisputeCommittee(BoundContract):
     def get_dispute(self, dispute_id: int, *, block: Block = "latest") -> Dispute:
         return Dispute.from_abi(self.call("getDispute", dispute_id, block=block), dispute_id)
 
+    def seat_of(self, dispute_id: int, member: str, *, block: Block = "latest") -> Seat:
+        return Seat.from_abi(self.call("seatOf", dispute_id, member, block=block))
+
     def vote_of(self, dispute_id: int, member: str, *, block: Block = "latest") -> Vote:
+        """The revealed vote (a sealed one reads NONE)."""
         return Vote(int(self.call("voteOf", dispute_id, member, block=block)))
 
     def members_of(self, dispute_id: int, *, block: Block = "latest") -> tuple[str, ...]:
@@ -41,6 +58,12 @@ class DisputeCommittee(BoundContract):
 
     def voting_period(self, *, block: Block = "latest") -> int:
         return int(self.call("votingPeriod", block=block))
+
+    def reveal_period(self, *, block: Block = "latest") -> int:
+        return int(self.call("revealPeriod", block=block))
+
+    def member_bond(self, *, block: Block = "latest") -> int:
+        return int(self.call("memberBond", block=block))
 
     def committee_size(self, *, block: Block = "latest") -> int:
         return int(self.call("committeeSize", block=block))
