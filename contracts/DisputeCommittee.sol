@@ -246,8 +246,12 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
 
     /// @dev Seat up to `committeeSize << round` members. Random picks among the frozen candidates, each kept
     ///      with probability min(free stake, cap) / cap (rejection sampling: odds proportional to stake up to the
-    ///      cap); then, if seats are left, a bounded sweep from a random offset takes any eligible candidate, so
-    ///      a small set still fills the committee. Gas is bounded by the seats wanted, not the set's size.
+    ///      cap); then, if seats are left, a bounded sweep from a random offset gives each candidate one more
+    ///      chance at the same odds, so picks that collided on seated or excluded candidates in a small set do not
+    ///      leave seats empty. The sweep is stake-weighted too: one accepting anyone eligible would favour many
+    ///      one-bond sybils, whose rejected picks are what leaves seats for it. Seats can stay empty (quorum is
+    ///      relative to the weight seated). Gas is bounded by the seats wanted, not the set's size.
+    ///      `gensyn_py/chain/committee.py` `draw_seats` is the same rule in Python.
     function _draw(Dispute storage d, uint256 id, bytes32 seed) internal returns (address[] memory seated) {
         uint256 want = uint256(committeeSize) << d.round;
         uint256 n = registry.validatorCount(d.deviceClass);
@@ -262,9 +266,11 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
             if (_trySeat(d, id, m, excluded, (r >> 128) % cap, cap)) seated[k++] = m;
         }
         uint256 start = uint256(seed);
+        uint256 attempts = want * ATTEMPTS_PER_SEAT;
         for (uint256 i; i < n && i < SWEEP_LIMIT && k < want; ++i) {
+            uint256 r = uint256(keccak256(abi.encode(seed, attempts + i)));
             address m = registry.validatorAt(d.deviceClass, (start + i) % n);
-            if (_trySeat(d, id, m, excluded, 0, cap)) seated[k++] = m;
+            if (_trySeat(d, id, m, excluded, (r >> 128) % cap, cap)) seated[k++] = m;
         }
         // Trim the array to the seats filled.
         // solhint-disable-next-line no-inline-assembly

@@ -14,6 +14,7 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
+from gensyn_py.chain.committee import draw_seats, round_seed
 from gensyn_py.devnet.deploy import DEFAULT_PARAMS
 from gensyn_py.errors import ContractRevert
 from tests.contracts.flows import (
@@ -60,15 +61,17 @@ def _wallet(p: Protocol, addr: str) -> int:
 
 
 @contextmanager
-def extra_validators(p: Protocol, n: int, stake: int = 1000 * E18) -> Iterator[list[LocalAccount]]:
+def extra_validators(
+    p: Protocol, n: int, stake: int = 1000 * E18, stakes: list[int] | None = None
+) -> Iterator[list[LocalAccount]]:
     """`n` more validators of class 1 with fresh keys (the chain state goes with the test's snapshot)."""
     new = [Account.from_key(keccak(b"extra validator" + bytes([i]))) for i in range(n)]
     for a in new:
         p.w3.provider.make_request("anvil_setBalance", [a.address, hex(10**21)])  # type: ignore[arg-type]
         p.accounts.append(a)
     try:
-        for a in new:
-            p.node(a, VALIDATOR, stake=stake)
+        for i, a in enumerate(new):
+            p.node(a, VALIDATOR, stake=stakes[i] if stakes else stake)
         yield new
     finally:
         for a in new:
@@ -364,3 +367,23 @@ def test_an_undrawn_round_still_has_a_timeout_exit(proto: Protocol) -> None:
     with pytest.raises(ContractRevert):
         p.tx(p.accounts[9], p.committee.functions.resolve(did))
     assert p.unit(1)["status"] == OPEN
+
+
+def test_the_draw_is_stake_weighted_and_python_predicts_it(proto: Protocol) -> None:
+    """Validators staking 1 to 100 bonds: the contract seats exactly whom `draw_seats` (the same rule in Python)
+    predicts from the seed block's hash, the frozen candidates and their free stake."""
+    p = proto
+    stakes = [60 * E18, 100 * E18, 200 * E18, 400 * E18, 800 * E18, 5000 * E18]
+    with extra_validators(p, len(stakes), stakes=stakes):
+        did, va = _rejected_unit(p)
+        d = p.dispute(did)
+        p.mine(2)
+        seed = round_seed(bytes(p.w3.eth.get_block(d["seedBlock"])["hash"]), d["unitId"], did, 0)
+        validators = [p.registry.functions.validatorAt(1, i).call() for i in range(d["candidates"])]
+        free = {v: p.registry.functions.freeStakeOf(v).call() for v in validators}
+        parties = {d["solver"], d["opener"], p.accounts[1].address, *p.unit(1)["validators"]}
+        want = p.params["committeeSize"]
+        predicted = draw_seats(seed, validators, free, parties, want, p.params["committeeBond"])
+        rc = p.tx(p.accounts[9], p.committee.functions.drawCommittee(did))
+        assert list(p.events(rc, p.committee, "CommitteeDrawn")[0]["args"]["members"]) == predicted
+        assert len(predicted) == want and va not in predicted
