@@ -7,6 +7,9 @@ Prints a per-action table, then ONE JSON line (last) with:
   job_4x4_gas         4 rounds x 4 shards job (16 training + 4 aggregation units), submitJob until every unit is
                       final (claimCredit not included)
   gas_by_action       gas per action of that first 1x1 lifecycle
+  dispute_gas_by_action  a committee dispute over an honest unit that a validator wrongly rejects: the
+                      rejecting revealVerdict (it opens the dispute), drawCommittee (3 seats, each locking its bond),
+                      each commitVote and revealVote, and resolve (settles the unit and the members)
   taskpool_runtime_bytes  deployed (runtime) code size of TaskPool, read from the chain (limit 24,576;
                       the linked libraries' code is not in it: their sizes are printed in the table)
 The 1x1 job is the first job on a fresh deployment (cold: first credit slot of every account); the same job
@@ -34,6 +37,7 @@ from web3 import Web3  # noqa: E402
 
 from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
+from tests.contracts.flows import vote_salt  # noqa: E402
 from tests.contracts.helpers import (  # noqa: E402
     Protocol,
     Work,
@@ -99,6 +103,43 @@ def play_job(p: GasProtocol, requester: LocalAccount, solver: LocalAccount, keep
     return sum(g for _, g in p.log[start:])
 
 
+def play_dispute(p: GasProtocol, requester: LocalAccount, solver: LocalAccount, keeper: LocalAccount) -> dict[str, int]:
+    """An honest unit, its first validator rejects (dispute), the committee seals, reveals "honest", resolve."""
+    unit_id = p.pool.functions.nextUnitId().call()
+    p.submit(requester)
+    work = Work.honest(4)
+    p.advance(p.params["claimWindow"])
+    p.tx(solver, p.pool.functions.claim(unit_id))
+    p.tx(solver, p.pool.functions.commit(unit_id, work.root, work.final_hash, "bafymanifest"))
+    p.mine(2)
+    p.tx(keeper, p.pool.functions.drawValidators(unit_id))
+    v = p.unit(unit_id)["validators"][0]
+    seg, th, salt = p.segment_of(unit_id, 0), keccak(b"wrong"), keccak(b"salt")
+    p.tx(p.by_address(v), p.pool.functions.commitVerdict(unit_id, p.verdict_hash(unit_id, v, False, th, salt)))
+    p.advance(p.params["verdictCommitWindow"] + 1)
+    start, end, tc = work.segments[seg]
+    mark = len(p.log)
+    p.tx(p.by_address(v), p.pool.functions.revealVerdict(
+        unit_id, False, th, salt, start, end, transcript_commit(tc), work.proof(seg)))
+    did = p.unit(unit_id)["disputeId"]
+    p.mine(2)
+    p.tx(keeper, p.committee.functions.drawCommittee(did))
+    members = p.committee.functions.membersOf(did).call()
+    for m in members:
+        p.tx(p.by_address(m), p.committee.functions.commitVote(did, p.vote_hash(did, m, True, vote_salt(did, m))))
+    for m in members:
+        p.tx(p.by_address(m), p.committee.functions.revealVote(did, True, vote_salt(did, m)))
+    p.tx(keeper, p.committee.functions.resolve(did))
+    p.check_conservation()
+    out: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for name, gas in p.log[mark:]:
+        counts[name] = counts.get(name, 0) + 1
+        label = "revealVerdict(reject: opens the dispute)" if name == "revealVerdict" else name
+        out[label if name not in ("commitVote", "revealVote") else f"{name}#{counts[name]}"] = gas
+    return out
+
+
 def main() -> None:
     t0 = time.time()
     artifacts = compile_contracts()
@@ -118,6 +159,7 @@ def main() -> None:
         warm_gas = play_job(p, requester, solver, keeper)  # same job again, every account already has credit
         job_4x4 = play_job(p, requester, solver, keeper, rounds=4, shards=4)
         units_4x4 = 4 * 4 + 4
+        dispute = play_dispute(p, requester, solver, keeper)
 
     by_action: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -134,6 +176,9 @@ def main() -> None:
     print(f"{'total':<20}{unit_gas:>12,}")
     print(f"{'same job, warm':<20}{warm_gas:>12,}")
     print(f"4x4 job ({units_4x4} units incl. 4 aggregation units): {job_4x4:,} gas, {job_4x4 // units_4x4:,} per unit")
+    print("a committee dispute (3 members, all reveal; an honest unit wrongly rejected)")
+    for label, gas in dispute.items():
+        print(f"{label:<42}{gas:>12,}")
     print(f"TaskPool runtime code on chain: {runtime_bytes:,} bytes (limit 24,576)")
     for name in ("TaskPool", "Units", "Disputes", "NodeRegistry", "DisputeCommittee"):
         if name in sizes:
@@ -144,6 +189,7 @@ def main() -> None:
         "unit_lifecycle_gas_warm": warm_gas,
         "job_4x4_gas": job_4x4,
         "gas_by_action": by_action,
+        "dispute_gas_by_action": dispute,
         "taskpool_runtime_bytes": runtime_bytes,
         "note": "claimCredit not included",
     }

@@ -280,11 +280,33 @@ class Dispute(Struct):
     solver: str
     opener: str
     device_class: int
-    drawn: bool
+    round: int  # current round, 0-based; each escalation doubles the seats
+    drawn: bool  # the current round's seats are drawn
     resolved: bool
+    candidates: int
     open_block: int
-    deadline: int
+    seed_block: int  # the current round draws from blockhash(seed_block)
+    commit_deadline: int  # current round: draw and seal votes until then
+    deadline: int  # current round: reveal until then; `resolve` always succeeds after it
+    round_first: int  # index in `members` of the current round's first seat
+    committed: int  # current round
+    revealed: int  # current round
     yes_weight: int
     no_weight: int
-    votes: int
-    members: tuple[str, ...]
+    seated_weight: int
+    members: tuple[str, ...]  # every seat of every round
+
+    @property
+    def round_members(self) -> tuple[str, ...]:
+        """The current round's seats (the only ones that can still seal or reveal)."""
+        return self.members[self.round_first:]
+
+
+@dataclass(frozen=True)
+class Seat(Struct):
+    """A member's seat in a dispute (`DisputeCommittee.seatOf`)."""
+
+    round: int  # round + 1 it was drawn in; 0 = not seated
+    vote: int  # 0 = not revealed, 1 = solver honest, 2 = fraud
+    committed: bool
+    commitment: bytes

@@ -45,7 +45,7 @@ from brownie import (
 )
 
 from gensyn_py.devnet.anvil import DEV_KEYS
-from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, REGISTRY_PERMISSIONS, write_deployment
+from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, REGISTRY_PERMISSIONS, committee_args, write_deployment
 
 PROJECT = Path(__file__).resolve().parents[1]
 FLAGS = ("overwrite",)
@@ -108,9 +108,7 @@ def main(*flags: str) -> dict[str, Any]:
     # TaskPool links these libraries; brownie links the latest deployment of each on the network.
     libraries = {"Units": Units.deploy(tx), "Disputes": Disputes.deploy(tx)}
     pool = TaskPool.deploy(token.address, registry.address, tuple(p[k] for k in POOL_FIELDS), deployer.address, tx)
-    committee = DisputeCommittee.deploy(
-        registry.address, p["committeeSize"], p["votingPeriod"], deployer.address, tx
-    )
+    committee = DisputeCommittee.deploy(registry.address, *committee_args(p), deployer.address, tx)
     pool.wire(committee.address, tx)
     committee.wire(pool.address, tx)
     perms = [REGISTRY_PERMISSIONS["TaskPool"], REGISTRY_PERMISSIONS["DisputeCommittee"]]

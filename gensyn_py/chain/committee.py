@@ -1,28 +1,87 @@
-"""`DisputeCommittee`: a random committee of validators votes on a disputed unit (`contracts/DisputeCommittee.sol`).
+"""`DisputeCommittee`: stake-drawn committees vote on a disputed unit in sealed rounds (DisputeCommittee.sol).
 
-Only the task pool opens disputes (`openDispute`); anyone draws the committee and resolves, members vote.
+Only the task pool opens disputes (`openDispute`). Anyone draws a round's committee once its seed block
+is mined, and resolves a round once its votes are all revealed or its deadline passed (a round without a
+decision escalates to a committee twice as large). Members seal a vote (`commit_vote`, with `vote_hash`)
+and reveal it once every member sealed or the commit phase ended.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
+
+from eth_abi import encode
 from web3.types import TxReceipt
 
 from gensyn_py.chain.bound import Block, BoundContract
-from gensyn_py.types import Dispute, Vote
+from gensyn_py.crypto.hashing import keccak256
+from gensyn_py.types import Dispute, Seat, Vote
+
+
+def vote_hash(dispute_id: int, member: str, solver_honest: bool, salt: bytes) -> bytes:
+    """The sealed vote: keccak256(abi.encode(disputeId, member, solverHonest, salt))."""
+    return keccak256(encode(["uint256", "address", "bool", "bytes32"], [dispute_id, member, solver_honest, salt]))
+
+
+# The draw's constants (`DisputeCommittee.sol`): stake counted up to 20 bonds, 8 random picks per seat wanted,
+# then a sweep of at most 64 candidates.
+STAKE_CAP_BONDS = 20
+ATTEMPTS_PER_SEAT = 8
+SWEEP_LIMIT = 64
+
+
+def round_seed(seed_hash: bytes, unit_id: int, dispute_id: int, round_: int) -> bytes:
+    """A round's seed from blockhash(seedBlock): keccak256(abi.encode(hash, unitId, disputeId, round))."""
+    return keccak256(encode(["bytes32", "uint256", "uint256", "uint8"], [seed_hash, unit_id, dispute_id, round_]))
+
+
+def draw_seats(seed: bytes, validators: Sequence[str], free: Mapping[str, int], skip: Collection[str], want: int,
+               bond: int) -> list[str]:
+    """Who `DisputeCommittee._draw` seats, in order: `validators` are the frozen candidates in registry order,
+    `free` their free stake at the draw, `skip` the parties and the members already seated. Each random pick is
+    kept with probability min(free, cap) / cap; a stake-weighted sweep follows if seats are left."""
+    n, cap = len(validators), bond * STAKE_CAP_BONDS
+    seated: list[str] = []
+
+    def ticket(a: int) -> tuple[int, int]:
+        r = int.from_bytes(keccak256(encode(["bytes32", "uint256"], [seed, a])), "big")
+        return r, (r >> 128) % cap
+
+    def try_seat(m: str, t: int) -> None:
+        f = free.get(m, 0)
+        if m in seated or m in skip or f < bond or min(f, cap) <= t:
+            return
+        seated.append(m)
+
+    attempts = want * ATTEMPTS_PER_SEAT
+    for a in range(attempts):
+        if len(seated) >= want or n == 0:
+            break
+        r, t = ticket(a)
+        try_seat(validators[r % n], t)
+    start = int.from_bytes(seed, "big")
+    for i in range(min(n, SWEEP_LIMIT)):
+        if len(seated) >= want:
+            break
+        try_seat(validators[(start + i) % n], ticket(attempts + i)[1])
+    return seated
 
 
 class DisputeCommittee(BoundContract):
     NAME = "DisputeCommittee"
 
     def draw_committee(self, dispute_id: int) -> TxReceipt:
-        """Anyone, once the randomness after the opening block exists."""
+        """Anyone, once the current round's seed block is mined (a stale seed is re-targeted, not drawn)."""
         return self.transact("drawCommittee", dispute_id)
 
-    def vote(self, dispute_id: int, solver_honest: bool) -> TxReceipt:
-        return self.transact("vote", dispute_id, solver_honest)
+    def commit_vote(self, dispute_id: int, commitment: bytes) -> TxReceipt:
+        return self.transact("commitVote", dispute_id, commitment)
+
+    def reveal_vote(self, dispute_id: int, solver_honest: bool, salt: bytes) -> TxReceipt:
+        return self.transact("revealVote", dispute_id, solver_honest, salt)
 
     def resolve(self, dispute_id: int) -> TxReceipt:
-        """Anyone, once every member voted or the vote closed."""
+        """Anyone, once the round's votes are all revealed or its deadline passed."""
         return self.transact("resolve", dispute_id)
 
     # -- views ---------------------------------------------------------------------------------
@@ -30,7 +89,11 @@ class DisputeCommittee(BoundContract):
     def get_dispute(self, dispute_id: int, *, block: Block = "latest") -> Dispute:
         return Dispute.from_abi(self.call("getDispute", dispute_id, block=block), dispute_id)
 
+    def seat_of(self, dispute_id: int, member: str, *, block: Block = "latest") -> Seat:
+        return Seat.from_abi(self.call("seatOf", dispute_id, member, block=block))
+
     def vote_of(self, dispute_id: int, member: str, *, block: Block = "latest") -> Vote:
+        """The revealed vote (a sealed one reads NONE)."""
         return Vote(int(self.call("voteOf", dispute_id, member, block=block)))
 
     def members_of(self, dispute_id: int, *, block: Block = "latest") -> tuple[str, ...]:
@@ -41,6 +104,12 @@ class DisputeCommittee(BoundContract):
 
     def voting_period(self, *, block: Block = "latest") -> int:
         return int(self.call("votingPeriod", block=block))
+
+    def reveal_period(self, *, block: Block = "latest") -> int:
+        return int(self.call("revealPeriod", block=block))
+
+    def member_bond(self, *, block: Block = "latest") -> int:
+        return int(self.call("memberBond", block=block))
 
     def committee_size(self, *, block: Block = "latest") -> int:
         return int(self.call("committeeSize", block=block))

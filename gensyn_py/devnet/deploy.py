@@ -34,7 +34,9 @@ DEFAULT_PARAMS: dict[str, int] = {
     "validatorBond": 50 * 10**18,
     "challengeBond": 50 * 10**18,
     "committeeSize": 3,
-    "votingPeriod": 120,
+    "votingPeriod": 60,
+    "voteRevealPeriod": 60,
+    "committeeBond": 50 * 10**18,
     "unbondingDelay": 600,
     # Registry: entering the validator set takes at least one validator bond (sybils pay per address);
     # a proven fraud jails for `jailPeriod` seconds (then `unjail()`).
@@ -61,6 +63,14 @@ POOL_FIELDS = (
     "validatorBond",
     "challengeBond",
 )
+
+
+COMMITTEE_FIELDS = ("committeeSize", "votingPeriod", "voteRevealPeriod", "committeeBond")
+
+
+def committee_args(p: dict[str, Any]) -> tuple[int, ...]:
+    """DisputeCommittee's constructor arguments after the registry (the owner comes last)."""
+    return tuple(int(p[k]) for k in COMMITTEE_FIELDS)
 
 
 def _send(w3: Web3, acct: LocalAccount, tx: dict[str, Any]) -> Any:
@@ -128,9 +138,7 @@ def deploy_protocol(
     pool_params = tuple(int(p[k]) for k in POOL_FIELDS)
     libraries = deploy_libraries(w3, deployer, artifacts)
     pool = _deploy(w3, deployer, artifacts["TaskPool"], token, registry, pool_params, me, libraries=libraries)
-    committee = _deploy(
-        w3, deployer, artifacts["DisputeCommittee"], registry, p["committeeSize"], p["votingPeriod"], me
-    )
+    committee = _deploy(w3, deployer, artifacts["DisputeCommittee"], registry, *committee_args(p), me)
     _call(w3, deployer, artifacts["TaskPool"], pool, "wire", committee)
     _call(w3, deployer, artifacts["DisputeCommittee"], committee, "wire", pool)
     exposure = (

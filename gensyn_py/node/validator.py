@@ -8,8 +8,11 @@ that is the protocol's answer to the verifier's dilemma. A lazy validator
 (`sim/dishonest.py`) accepts without replaying: it cannot know the
 transcript, so its reveal is refused and it is penalised as a no-show.
 
-Committees. When a dispute draws it, it replays the disputed segment and
-votes; anyone resolves the dispute once everyone voted or the vote closed.
+Committees. When a dispute's round seats it, it replays the disputed segment,
+keeps its vote and a fresh salt in its state, seals the vote, and reveals it
+once every member sealed or the commit phase ended (a restarted daemon reveals
+the vote it kept). It also draws rounds and resolves them: a round without a
+decision escalates to a larger committee, so it keeps following the dispute.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from eth_abi import encode
 
+from gensyn_py.chain.committee import vote_hash
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.errors import ContractRevert, VerificationError
 from gensyn_py.node.daemon import Handler
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.replay import Verdict
 from gensyn_py.proof.verify import check_segment
-from gensyn_py.types import ROLE_VALIDATOR, Unit, UnitStatus, Vote
+from gensyn_py.types import ROLE_VALIDATOR, Dispute, Unit, UnitStatus, Vote
 
 if TYPE_CHECKING:
     from gensyn_py.chain.events import EventRecord
@@ -190,40 +194,74 @@ class ValidatorDaemon(NodeDaemon):
             return
         now = self.view.now()
         if not d.drawn:
-            if self.protocol.w3.eth.block_number > d.open_block + 1 and now <= d.deadline:
+            if now > d.commit_deadline:
+                self.resolve_dispute(dispute_id)  # nobody drew this round: it ends (escalates) empty
+            elif self.protocol.w3.eth.block_number > d.seed_block:
                 try:
-                    self.committee.draw_committee(dispute_id)
+                    self.committee.draw_committee(dispute_id)  # a stale seed block is re-targeted, not drawn
                 except ContractRevert as e:
                     if e.name not in ("TooEarly", "VotingClosed", "DisputeClosed"):
                         raise
-            elif now > d.deadline:
-                self.resolve_dispute(dispute_id)
             return
-        votes = d.votes
-        if self.address in d.members and self.committee.vote_of(dispute_id, self.address) is Vote.NONE \
-                and now <= d.deadline:
-            self._vote(dispute_id, int(info["unit"]))
-            votes += 1
-        if votes >= len(d.members) or now > d.deadline:
-            self.resolve_dispute(dispute_id)
+        if self.address in d.round_members:
+            self._vote(d, int(info["unit"]), now)
+            d = self.committee.get_dispute(dispute_id)
+        if d.revealed >= len(d.round_members) or now > d.deadline:
+            self.resolve_dispute(dispute_id)  # decides, or starts a larger round
 
-    def _vote(self, dispute_id: int, unit_id: int) -> None:
+    def _sealed_vote(self, d: Dispute, unit_id: int) -> dict[str, Any]:
+        """This round's vote, decided by a replay and kept with its salt *before* the seal is sent, so a
+        restarted daemon reveals the vote it sealed."""
+        key = f"vote:{d.dispute_id}:{d.round}"
+        kept = self.state.get(key)
+        if kept is not None:
+            return dict(kept)
         unit = self.view.unit(unit_id)
         found = self.view.dispute_of(unit_id)
         segment = found[1] if found else 0
         started = time.perf_counter()
         verdict = self.replay(unit, segment)
-        key = ("vote", dispute_id)
-        try:
-            self.once(key, lambda: self.committee.vote(dispute_id, verdict.accept),
-                      already_done=lambda: self.committee.vote_of(dispute_id, self.address) is not Vote.NONE)
-        except ContractRevert as e:
-            if e.name not in ("VotingClosed", "AlreadyVoted", "DisputeClosed"):
-                raise
-            self.state.mark_done(key, detail=f"refused: {e.name}")
-            self.log.warning("dispute.vote_refused", dispute=dispute_id, reason=e.name)
-            return
+        salt = secrets.token_bytes(32)
+        sealed = {"honest": verdict.accept, "salt": "0x" + salt.hex(), "segment": segment,
+                  "hash": "0x" + vote_hash(d.dispute_id, self.address, verdict.accept, salt).hex()}
+        self.state.put(key, sealed)
         self.metrics.dispute("vote_honest" if verdict.accept else "vote_fraud")
-        self.log.info("dispute.voted", dispute=dispute_id, unit=unit_id, segment=segment,
+        self.log.info("dispute.vote", dispute=d.dispute_id, unit=unit_id, segment=segment, round=d.round,
                       solver_honest=verdict.accept, reason=verdict.reason,
                       verify_s=round(time.perf_counter() - started, 4))
+        return sealed
+
+    def _vote(self, d: Dispute, unit_id: int, now: int) -> None:
+        """Seal this round's vote during the commit phase; reveal it once reveals open."""
+        did, me = d.dispute_id, self.address
+        sealed = self._sealed_vote(d, unit_id)
+        ckey = ("dcommit", did, d.round)
+        if not self.state.is_done(ckey):
+            try:
+                self.once(ckey, lambda: self.committee.commit_vote(did, bytes.fromhex(sealed["hash"][2:])),
+                          already_done=lambda: self.committee.seat_of(did, me).committed)
+            except ContractRevert as e:
+                if e.name not in ("VotingClosed", "AlreadyCommitted", "DisputeClosed", "NotCommitteeMember"):
+                    raise
+                self.state.mark_done(ckey, detail=f"refused: {e.name}")
+                self.log.warning("dispute.commit_refused", dispute=did, reason=e.name)
+                return
+            self.log.info("dispute.sealed", dispute=did, round=d.round)
+            d = self.committee.get_dispute(did)
+        reveals_open = d.committed >= len(d.round_members) or now > d.commit_deadline
+        if not reveals_open or now > d.deadline:
+            return
+        rkey = ("dreveal", did, d.round)
+        honest, salt = bool(sealed["honest"]), bytes.fromhex(sealed["salt"][2:])
+        try:
+            self.once(rkey, lambda: self.committee.reveal_vote(did, honest, salt),
+                      already_done=lambda: self.committee.vote_of(did, me) is not Vote.NONE)
+        except ContractRevert as e:
+            if e.name == "RevealNotOpen":
+                return  # a member's seal is still to come: next cycle
+            if e.name not in ("VotingClosed", "AlreadyVoted", "DisputeClosed", "NotCommitteeMember", "NotCommitted"):
+                raise
+            self.state.mark_done(rkey, detail=f"refused: {e.name}")
+            self.log.warning("dispute.reveal_refused", dispute=did, reason=e.name)
+            return
+        self.log.info("dispute.voted", dispute=did, unit=unit_id, round=d.round, solver_honest=honest)

@@ -1,6 +1,6 @@
 """The demo market: five daemons as processes, an honest 2x2 job, then a cheater caught and slashed.
 
-1. anvil + the protocol; 2 solvers, 2 validators and 1 challenger start as
+1. anvil + the protocol; 2 solvers, 3 validators and 1 challenger start as
    separate `gensyn <role> run` processes and register themselves;
 2. a requester submits a 2-round x 2-shard digits classifier job; rounds
    advance through aggregation units on their own; the final model is
@@ -80,7 +80,7 @@ class DemoMarket:
         return self.result
 
     def start_nodes(self) -> None:
-        self.report("starting 2 solvers, 2 validators and 1 challenger as separate processes")
+        self.report("starting 2 solvers, 3 validators and 1 challenger as separate processes")
         self.market.start_nodes(STANDARD_NODES)
         self.actors = {"requester": self.market.requester.address, **self.market.actors}
         registry = self.protocol.registry()

@@ -43,6 +43,8 @@ STANDARD_NODES: tuple[NodeSpec, ...] = (
     NodeSpec("solver-2", "solver", 3, ("--price", "5")),
     NodeSpec("validator-1", "validator", 4),
     NodeSpec("validator-2", "validator", 5),
+    # A dispute's committee never seats the unit's own validators: a third one is the demo's committee.
+    NodeSpec("validator-3", "validator", 7),
     NodeSpec("challenger", "challenger", 6, ("--audit-fraction", "0.3")),
 )
 

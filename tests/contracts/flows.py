@@ -55,3 +55,31 @@ def honest_unit(p: Protocol, unit_id: int, solver: LocalAccount, work: Work) -> 
     p.advance(p.params["challengeWindow"] + 1)
     p.tx(p.accounts[9], p.pool.functions.finalize(unit_id))
     p.check_conservation()
+
+
+def vote_salt(dispute_id: int, member: str) -> bytes:
+    return keccak(b"vote" + bytes.fromhex(member[2:]) + dispute_id.to_bytes(32, "big"))
+
+
+def seal_votes(p: Protocol, dispute_id: int, votes: dict[str, bool]) -> None:
+    """Each member seals its vote (solverHonest) for the committee's current round."""
+    for m, honest in votes.items():
+        h = p.vote_hash(dispute_id, m, honest, vote_salt(dispute_id, m))
+        p.tx(p.by_address(m), p.committee.functions.commitVote(dispute_id, h))
+        p.check_conservation()
+
+
+def reveal_votes(p: Protocol, dispute_id: int, votes: dict[str, bool]) -> None:
+    """Reveal sealed votes; first waits out the commit phase if some member of the round did not seal."""
+    d = p.dispute(dispute_id)
+    if d["committed"] < len(d["members"]) - d["roundFirst"] and p.now() <= d["commitDeadline"]:
+        p.advance(d["commitDeadline"] - p.now() + 1)
+    for m, honest in votes.items():
+        p.tx(p.by_address(m), p.committee.functions.revealVote(dispute_id, honest, vote_salt(dispute_id, m)))
+        p.check_conservation()
+
+
+def committee_votes(p: Protocol, dispute_id: int, votes: dict[str, bool]) -> None:
+    """Seal then reveal `votes` (member -> solverHonest)."""
+    seal_votes(p, dispute_id, votes)
+    reveal_votes(p, dispute_id, votes)

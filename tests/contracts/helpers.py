@@ -208,6 +208,37 @@ class Protocol:
             encode(["uint256", "address", "bool", "bytes32", "bytes32"], [unit_id, validator, accept, transcript, salt])
         )
 
+    def vote_hash(self, dispute_id: int, member: str, solver_honest: bool, salt: bytes) -> bytes:
+        return keccak(encode(["uint256", "address", "bool", "bytes32"], [dispute_id, member, solver_honest, salt]))
+
+    def dispute(self, dispute_id: int) -> dict[str, Any]:
+        d = self.committee.functions.getDispute(dispute_id).call()
+        keys = [
+            "unitId",
+            "solver",
+            "opener",
+            "deviceClass",
+            "round",
+            "drawn",
+            "resolved",
+            "candidates",
+            "openBlock",
+            "seedBlock",
+            "commitDeadline",
+            "deadline",
+            "roundFirst",
+            "committed",
+            "revealed",
+            "yesWeight",
+            "noWeight",
+            "seatedWeight",
+            "members",
+        ]
+        return dict(zip(keys, d, strict=True))
+
+    def now(self) -> int:
+        return int(self.w3.eth.get_block("latest")["timestamp"])
+
     def by_address(self, addr: str) -> LocalAccount:
         return next(a for a in self.accounts if a.address == addr)
 

@@ -14,7 +14,7 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
-from tests.contracts.flows import claim_and_commit, commit_verdicts, reveal
+from tests.contracts.flows import claim_and_commit, commit_verdicts, committee_votes, reveal
 from tests.contracts.helpers import (
     CHALLENGER,
     COMMITTED,
@@ -53,10 +53,10 @@ def _commit_until(p: Protocol, solver: LocalAccount, work: Work, ok: Callable[[l
 
 
 def _committee_decides(p: Protocol, did: int, solver_honest: bool) -> None:
+    """The committee draws, and every member seals then reveals the same vote."""
     p.mine(2)
     p.tx(p.accounts[9], p.committee.functions.drawCommittee(did))
-    for m in p.committee.functions.membersOf(did).call():
-        p.tx(p.by_address(m), p.committee.functions.vote(did, solver_honest))
+    committee_votes(p, did, {m: solver_honest for m in p.committee.functions.membersOf(did).call()})
 
 
 def _holdings(p: Protocol, who: str) -> int:

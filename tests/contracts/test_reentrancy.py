@@ -12,7 +12,15 @@ import pytest
 from eth_utils import keccak
 from web3 import Web3
 
-from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, REGISTRY_PERMISSIONS, _call, _deploy, deploy_libraries
+from gensyn_py.devnet.deploy import (
+    DEFAULT_PARAMS,
+    POOL_FIELDS,
+    REGISTRY_PERMISSIONS,
+    _call,
+    _deploy,
+    committee_args,
+    deploy_libraries,
+)
 from gensyn_py.errors import ContractRevert
 from tests.contracts.flows import claim_and_commit
 from tests.contracts.helpers import E18, SOLVER, VALIDATOR, Protocol, Work, protocol_errors
@@ -36,9 +44,7 @@ class HostileProtocol(Protocol):
         pool_params = tuple(int(p[k]) for k in POOL_FIELDS)
         libraries = deploy_libraries(w3, d, artifacts)
         pool = _deploy(w3, d, artifacts["TaskPool"], token, registry, pool_params, d.address, libraries=libraries)
-        committee = _deploy(
-            w3, d, artifacts["DisputeCommittee"], registry, p["committeeSize"], p["votingPeriod"], d.address
-        )
+        committee = _deploy(w3, d, artifacts["DisputeCommittee"], registry, *committee_args(p), d.address)
         _call(w3, d, artifacts["TaskPool"], pool, "wire", committee)
         _call(w3, d, artifacts["DisputeCommittee"], committee, "wire", pool)
         self.params = p

@@ -19,6 +19,7 @@ with every total view zero."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -28,7 +29,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from gensyn_py.errors import ContractRevert, TransactionError
-from tests.contracts.flows import commit_verdicts, reveal
+from tests.contracts.flows import commit_verdicts, committee_votes, reveal
 from tests.contracts.helpers import (
     ASSIGNED,
     CANCELLED,
@@ -281,12 +282,16 @@ def make_machine(p: Protocol) -> type[RuleBasedStateMachine]:
             if how in ("truth", "lie"):
                 if how == "lie" and members:
                     self.dishonest = True
-                for m in members:
-                    self._try(p.by_address(m), p.committee.functions.vote(did, truth if how == "truth" else not truth))
+                votes = dict.fromkeys(members, truth if how == "truth" else not truth)
+                with contextlib.suppress(ContractRevert, TransactionError):
+                    committee_votes(p, did, votes)
             elif how == "partial" and members:
-                self._try(p.by_address(members[0]), p.committee.functions.vote(did, truth))
+                with contextlib.suppress(ContractRevert, TransactionError):
+                    committee_votes(p, did, {members[0]: truth})
+            if how not in ("truth", "lie") and members:
+                self.late = True  # a silent member loses part of its locked stake: a fault, not fraud
             if self._try(keeper, p.committee.functions.resolve(did)) is None:
-                p.advance(p.params["votingPeriod"] + 1)
+                p.advance(p.params["votingPeriod"] + p.params["voteRevealPeriod"] + 1)
                 self._try(keeper, p.committee.functions.resolve(did))
 
         # ---------------------------------------------------------------- invariants

@@ -15,7 +15,7 @@ import pytest
 
 from gensyn_py.chain.view import ChainView
 from gensyn_py.sim.localnet import LocalNetwork, wait_until
-from gensyn_py.sim.market import Market
+from gensyn_py.sim.market import Market, NodeSpec
 from gensyn_py.types import UnitStatus
 from tests.integration.ipfs_daemon import JsIpfsDaemon
 from tests.integration.market_kit import (
@@ -148,6 +148,10 @@ def test_a_lazy_validator_is_caught_and_loses_stake(market: LocalNetwork) -> Non
 
 def test_a_cheating_solver_is_slashed_and_its_unit_redone(market: LocalNetwork) -> None:
     net = market
+    # The committee never seats the unit's own validators: a third validator, there before the dispute opens,
+    # is the committee (one seat, so one revealed vote is a quorum).
+    if "validator-3" not in net.nodes:
+        Market(net).start_nodes([NodeSpec("validator-3", "validator", 7)])
     start = int(net.w3.eth.block_number)
     net.kill("solver-1")
     cheater = net.nodes["solver-2"]

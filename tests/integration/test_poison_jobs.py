@@ -21,7 +21,7 @@ import pytest
 
 from gensyn_py.chain.view import ChainView
 from gensyn_py.sim.localnet import LocalNetwork, wait_until
-from gensyn_py.sim.market import COLLATERAL, Market
+from gensyn_py.sim.market import COLLATERAL, Market, NodeSpec
 from gensyn_py.sim.poison import KINDS, PoisonKit
 from gensyn_py.types import Reputation, UnitStatus
 from tests.integration.market_kit import assert_conservation, protocol, slashes, start_market, submit, wait_job
@@ -125,6 +125,10 @@ def test_poison_jobs_are_quarantined_and_do_not_delay_a_good_job(market: LocalNe
 
 def test_a_misshapen_checkpoint_convicts_its_solver_not_the_validators(market: LocalNetwork) -> None:
     net = market
+    # The committee never seats the unit's own validators: a third validator, there before the dispute opens,
+    # is the committee (one seat, so one revealed vote is a quorum).
+    if "validator-3" not in net.nodes:
+        Market(net).start_nodes([NodeSpec("validator-3", "validator", 7)])
     start = int(net.w3.eth.block_number)
     reputations = _reputations(net)
     net.kill("solver-1")
@@ -144,10 +148,10 @@ def test_a_misshapen_checkpoint_convicts_its_solver_not_the_validators(market: L
     assert slashes(net, start) == [(cheater.account.address, COLLATERAL)]
     assert view.unit(unit_id).solver == net.nodes["solver-1"].account.address
     after = _reputations(net)
-    for name in ("validator-1", "validator-2", "challenger"):
+    for name in ("validator-1", "validator-2", "validator-3", "challenger"):
         assert (after[name].missed, after[name].frauds) == (reputations[name].missed, reputations[name].frauds)
         assert not protocol(net).registry().is_jailed(net.nodes[name].account.address), name
-    assert _quarantined(net, "validator") == {"validator-1": {}, "validator-2": {}}  # a rejection, not a crash
+    assert _quarantined(net, "validator") == {"validator-1": {}, "validator-2": {}, "validator-3": {}}  # no crash
     # a good job right after is served as usual
     good = submit(net, steps=STEPS, seed=22, commit_window=WINDOW)
     wait_job(net, good)

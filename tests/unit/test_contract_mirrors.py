@@ -30,6 +30,7 @@ from gensyn_py.types import (
     JobState,
     PoolParams,
     Reputation,
+    Seat,
     Struct,
     Unbonding,
     Unit,
@@ -52,6 +53,7 @@ MIRRORS: list[tuple[str, str, str, int | None, type[Struct]]] = [
     ("NodeRegistry", "reputationOf", "out", None, Reputation),
     ("NodeRegistry", "unbondingOf", "out", None, Unbonding),
     ("DisputeCommittee", "getDispute", "out", 0, Dispute),
+    ("DisputeCommittee", "seatOf", "out", 0, Seat),
 ]
 
 
