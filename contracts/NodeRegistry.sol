@@ -67,7 +67,9 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     /// @inheritdoc INodeRegistry
     mapping(address => mapping(address => uint256)) public lockedBy;
     mapping(address => Node) private _nodes;
-    mapping(uint8 => address[]) private _validators;
+    /// @dev Per device class: each member as one word, its address in the low 160 bits and the block it
+    ///      entered the set above them, so a draw reads who and since with one SLOAD.
+    mapping(uint8 => uint256[]) private _validators;
 
     modifier requires(uint8 perm) {
         if (permissionsOf[msg.sender] & perm == 0) revert NotPermitted(msg.sender, perm);
@@ -388,13 +390,14 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
 
     /// @inheritdoc INodeRegistry
     function validatorAt(uint8 deviceClass, uint256 index) external view returns (address) {
-        return _validators[deviceClass][index];
+        return address(uint160(_validators[deviceClass][index]));
     }
 
     /// @inheritdoc INodeRegistry
     function validatorAtSince(uint8 deviceClass, uint256 index) external view returns (address node, uint256 since) {
-        node = _validators[deviceClass][index];
-        since = _nodes[node].validatorSince;
+        uint256 word = _validators[deviceClass][index];
+        node = address(uint160(word));
+        since = word >> 160;
     }
 
     /// @inheritdoc INodeRegistry
@@ -438,8 +441,8 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
 
     function _addValidator(address node, Node storage n) internal {
         uint8 dc = n.hw.deviceClass;
-        address[] storage set = _validators[dc];
-        set.push(node);
+        uint256[] storage set = _validators[dc];
+        set.push(uint256(uint160(node)) | (block.number << 160));
         n.validatorSlot = uint32(set.length);
         n.validatorSince = uint48(block.number);
         emit ValidatorSetJoined(node, dc);
@@ -447,11 +450,11 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
 
     function _removeValidator(address node, Node storage n) internal {
         uint8 dc = n.hw.deviceClass;
-        address[] storage set = _validators[dc];
+        uint256[] storage set = _validators[dc];
         uint256 idx = n.validatorSlot - 1;
-        address last = set[set.length - 1];
+        uint256 last = set[set.length - 1];
         set[idx] = last;
-        _nodes[last].validatorSlot = uint32(idx + 1);
+        _nodes[address(uint160(last))].validatorSlot = uint32(idx + 1);
         set.pop();
         n.validatorSlot = 0;
         emit ValidatorSetLeft(node, dc);

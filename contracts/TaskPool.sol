@@ -81,7 +81,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         // INVARIANT: no escrow is taken before a resolver can settle disputes.
         if (address(resolver) == address(0)) revert NotWired();
         uint256 budget;
-        (jobId, budget) = Units.create(_s, p, _minCommitWindow, uint256(_validatorsPerUnit) * _validatorFee);
+        (jobId, budget) = Units.create(_s, p, _minCommitWindow, _validatorsPerUnit, _validatorFee);
         token.safeTransferFrom(msg.sender, address(this), budget);
         emit JobSubmitted(jobId, msg.sender, p.specHash, p.specCid, budget);
         _s.openPhase(jobId, _s.jobs[jobId], 0, false);
@@ -148,7 +148,8 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
             j.p.deviceClass,
             u.solver,
             _validatorsPerUnit,
-            _validatorBond
+            _validatorBond,
+            u.seedBlock
         );
         uint256 count = picked.length;
         u.nValidators = uint16(count);

@@ -51,12 +51,13 @@ library Units {
     }
 
     /// @notice Check `p`, store a new job of the caller and escrow its budget:
-    ///         units * (maxPricePerUnit + `feesPerUnit`). Once per job, so it runs linked, not inlined.
+    ///         units * (maxPricePerUnit + `validators` x `validatorFee`). Once per job, so it runs linked.
     function create(
         PoolState storage s,
         JobParams calldata p,
         uint64 minCommitWindow,
-        uint256 feesPerUnit
+        uint256 validators,
+        uint256 validatorFee
     ) external returns (uint256 jobId, uint256 budget) {
         if (p.rounds == 0) revert ITaskPool.InvalidJobParams("rounds");
         if (p.shards == 0) revert ITaskPool.InvalidJobParams("shards");
@@ -78,11 +79,11 @@ library Units {
         if (p.commitWindow > MAX_COMMIT_WINDOW) {
             revert ITaskPool.JobParamTooLarge("commitWindow", p.commitWindow, MAX_COMMIT_WINDOW);
         }
-        uint256 needed = minCollateral(p.maxPricePerUnit, segments, s.params.validatorsPerUnit);
+        uint256 needed = minCollateral(p.maxPricePerUnit, segments, validators);
         // INVARIANT: faking one segment never has a positive expected value for a solver.
         if (p.collateralPerUnit < needed) revert ITaskPool.CollateralTooLow(p.collateralPerUnit, needed);
         uint256 units = uint256(p.rounds) * p.shards + (p.shards > 1 ? p.rounds : 0);
-        budget = units * (uint256(p.maxPricePerUnit) + feesPerUnit);
+        budget = units * (uint256(p.maxPricePerUnit) + validators * validatorFee);
         jobId = s.nextJobId++;
         // INVARIANT: escrow totals fit their 128-bit slots (this job's and the pool's, summed with it).
         if (budget > type(uint128).max - s.books.totalEscrow) revert ITaskPool.InvalidJobParams("budget");

@@ -19,8 +19,11 @@ library Verdicts {
     uint8 internal constant REJECT = 3;
     uint8 internal constant SKIPPED = 4;
 
-    /// @dev Draws up to `want` distinct validators of `deviceClass` (not the solver, free stake >= bond), locks
-    ///      their bonds and fills the panel's slots. Bounded to 4 * want attempts, so fewer may be drawn.
+    /// @dev Draws up to `want` distinct validators of `deviceClass` (not the solver, free stake >= bond, in the
+    ///      set since block `frozenAt` or before), locks their bonds and fills the panel's slots. Bounded to
+    ///      4 * want attempts, so fewer may be drawn.
+    /// @dev `frozenAt` is the block the seed's randomness comes after: a node that entered the set once the
+    ///      commitment was public (and, later, the seed too) is not a candidate, so nobody can join to be drawn.
     function draw(
         Panel storage v,
         INodeRegistry registry,
@@ -28,14 +31,16 @@ library Verdicts {
         uint8 deviceClass,
         address solver,
         uint256 want,
-        uint256 bond
+        uint256 bond,
+        uint256 frozenAt
     ) internal returns (address[] memory picked) {
         uint256 n = registry.validatorCount(deviceClass);
         picked = new address[](want);
         uint256 count;
         for (uint256 a; a < want * 4 && count < want && n > 0; ++a) {
-            address who = registry.validatorAt(deviceClass, uint256(keccak256(abi.encode(seed, "v", a))) % n);
-            if (who == solver || _contains(picked, count, who)) continue;
+            uint256 index = uint256(keccak256(abi.encode(seed, "v", a))) % n;
+            (address who, uint256 since) = registry.validatorAtSince(deviceClass, index);
+            if (since > frozenAt || who == solver || _contains(picked, count, who)) continue;
             if (!registry.tryLock(who, bond)) continue;
             v.slots[count] = uint256(uint160(who));
             picked[count++] = who;

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
@@ -163,11 +164,41 @@ def test_a_unit_nobody_can_validate_is_not_verified_and_waits_for_validators(pro
     claim_and_commit(p, 1, solver, Work.honest(SEGMENTS))
     u = p.unit(1)
     assert u["status"] == COMMITTED and not u["drawn"] and u["validators"] == []
-    p.node(p.accounts[9], VALIDATOR)  # a validator arrives
+    p.node(p.accounts[9], VALIDATOR)  # a validator arrives, after the seed's base block: not a candidate yet
     p.mine(2)
+    rc = p.tx(p.accounts[9], p.pool.functions.drawValidators(1))
+    assert p.events(rc, p.pool, "SeedRolled") and not p.unit(1)["drawn"]
+    p.mine(2)  # the seed now comes after its entry: it is a candidate of the next draw
     p.tx(p.accounts[9], p.pool.functions.drawValidators(1))
     u = p.unit(1)
     assert u["drawn"] and u["validators"] == [p.accounts[9].address]
+    p.check_conservation()
+
+
+def test_nobody_who_entered_the_set_after_the_commitment_is_drawn(proto: Protocol) -> None:
+    """Sybils that join the validator set once a commitment is public (20 of them, one bond each, in the
+    blocks before the draw) are not candidates: the draw's candidate set is frozen at the commit block."""
+    p = proto
+    solver = p.accounts[2]
+    p.submit(p.accounts[1])
+    p.advance(p.params["claimWindow"])
+    p.tx(solver, p.pool.functions.claim(1))
+    work = Work.honest(SEGMENTS)
+    p.tx(solver, p.pool.functions.commit(1, work.root, work.final_hash, "bafymanifest"))
+    honest = {a.address for a in p.accounts[3:8]}
+    deployer = p.deployer
+    for _ in range(20):  # fresh keys, each given gas and bonding the minimum: all in the set
+        sybil = Account.create()
+        tx = {"to": sybil.address, "value": 10**19, "gas": 21000, "gasPrice": p.w3.eth.gas_price,
+              "nonce": p.w3.eth.get_transaction_count(deployer.address), "chainId": p.w3.eth.chain_id}
+        p.w3.eth.wait_for_transaction_receipt(
+            p.w3.eth.send_raw_transaction(deployer.sign_transaction(tx).raw_transaction))
+        p.node(sybil, VALIDATOR, stake=p.params["validatorBond"])
+    assert p.registry.functions.validatorCount(1).call() == len(honest) + 20  # 4 in 5 of the set are sybils
+    p.mine(2)
+    p.tx(p.accounts[9], p.pool.functions.drawValidators(1))
+    drawn = set(p.unit(1)["validators"])
+    assert drawn and drawn <= honest
     p.check_conservation()
 
 
