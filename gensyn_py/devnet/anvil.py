@@ -60,6 +60,9 @@ def stop_process_group(pid: int, timeout: float = 10.0, leader: subprocess.Popen
     while time.monotonic() < deadline:
         if leader is not None:
             leader.poll()
+        else:  # the leader may still be this process's child (`devnet up` then `down` in one process): reap it
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
         try:
             os.killpg(pid, 0)
         except ProcessLookupError:
