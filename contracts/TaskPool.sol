@@ -34,6 +34,8 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     using Verdicts for Panel;
 
     uint8 internal constant SOLVER = 1; // NodeRegistry role bit
+    /// @dev Longest protocol window accepted at deployment (also the longest job commit window).
+    uint64 internal constant MAX_WINDOW = 30 days;
 
     /// @inheritdoc ITaskPool
     IERC20 public immutable token;
@@ -53,6 +55,9 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     PoolState internal _s;
 
     constructor(address token_, address registry_, PoolParams memory params_, address owner_) Ownable(owner_) {
+        if (token_ == address(0)) revert InvalidParam("token", 0);
+        if (registry_ == address(0)) revert InvalidParam("registry", 0);
+        _checkParams(params_);
         token = IERC20(token_);
         registry = INodeRegistry(registry_);
         _validatorsPerUnit = params_.validatorsPerUnit;
@@ -66,6 +71,29 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         _s.params = params_;
         _s.nextJobId = 1;
         _s.nextUnitId = 1;
+    }
+
+    /// @dev Refuse parameters that would brick the pool: a committee or liveness share above 100% (every decided
+    ///      dispute or close would revert), more validators than the 8-bit verdict counters hold, a zero window
+    ///      (the claim score divides by it; a zero reveal or challenge window leaves no time to act), a window
+    ///      so long that deadlines could overflow, and free bonds (a free challenge or seat is a free attack).
+    function _checkParams(PoolParams memory c) private pure {
+        if (c.validatorsPerUnit == 0 || c.validatorsPerUnit > type(uint8).max) {
+            revert InvalidParam("validatorsPerUnit", c.validatorsPerUnit);
+        }
+        if (c.livenessPenaltyBps > 10_000) revert InvalidParam("livenessPenaltyBps", c.livenessPenaltyBps);
+        if (c.committeeRewardBps > 10_000) revert InvalidParam("committeeRewardBps", c.committeeRewardBps);
+        _checkWindow("claimWindow", c.claimWindow);
+        _checkWindow("verdictCommitWindow", c.verdictCommitWindow);
+        _checkWindow("revealWindow", c.revealWindow);
+        _checkWindow("challengeWindow", c.challengeWindow);
+        _checkWindow("minCommitWindow", c.minCommitWindow);
+        if (c.validatorBond == 0) revert InvalidParam("validatorBond", 0);
+        if (c.challengeBond == 0) revert InvalidParam("challengeBond", 0);
+    }
+
+    function _checkWindow(string memory name, uint64 seconds_) private pure {
+        if (seconds_ == 0 || seconds_ > MAX_WINDOW) revert InvalidParam(name, seconds_);
     }
 
     /// @inheritdoc ITaskPool
@@ -149,7 +177,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
             u.solver,
             _validatorsPerUnit,
             _validatorBond,
-            u.seedBlock
+            u.frozenAt
         );
         uint256 count = picked.length;
         u.nValidators = uint16(count);
@@ -166,6 +194,9 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
             u.drawn = false;
             u.seed = bytes32(0);
             u.seedBlock = uint64(block.number);
+            // The sweep saw the whole set and nobody was a candidate: admit validators that join from now on.
+            // A larger set keeps its frozen candidates, so flooding it with late entrants never seats them.
+            if (registry.validatorCount(j.p.deviceClass) <= Verdicts.SWEEP_LIMIT) u.frozenAt = uint32(block.number);
             emit SeedRolled(unitId, block.number);
         }
     }

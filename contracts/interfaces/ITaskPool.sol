@@ -18,6 +18,8 @@ interface ITaskPool {
     /// @notice Thrown when job parameter `field` ("rounds", "shards", "stepsPerUnit", "segments" for
     ///         stepsPerUnit / checkpointInterval, or "commitWindow") is `value`, above its bound `max`.
     error JobParamTooLarge(string field, uint256 value, uint256 max);
+    /// @notice A constructor parameter is out of its range.
+    error InvalidParam(string name, uint256 value);
     /// @notice The collateral per unit is below what makes faking a segment unprofitable (`Units.minCollateral`).
     error CollateralTooLow(uint256 collateral, uint256 needed);
     /// @notice Thrown when the caller is not the job's requester.

@@ -204,6 +204,7 @@ library Units {
     function assign(StoredUnit storage u, uint256 unitId, address solver, uint128 price, uint64 commitWindow) internal {
         u.status = UnitStatus.Assigned;
         u.solver = solver;
+        u.frozenAt = uint32(block.number);
         u.price = price;
         u.deadline = uint64(block.timestamp) + commitWindow;
         emit ITaskPool.UnitClaimed(unitId, solver, price, u.deadline);

@@ -18,12 +18,16 @@ library Verdicts {
     uint8 internal constant ACCEPT = 2;
     uint8 internal constant REJECT = 3;
     uint8 internal constant SKIPPED = 4;
+    /// @dev Most candidates a draw sweeps after its random picks.
+    uint256 internal constant SWEEP_LIMIT = 64;
 
     /// @dev Draws up to `want` distinct validators of `deviceClass` (not the solver, free stake >= bond, in the
     ///      set since block `frozenAt` or before), locks their bonds and fills the panel's slots. Bounded to
-    ///      4 * want attempts, so fewer may be drawn.
-    /// @dev `frozenAt` is the block the seed's randomness comes after: a node that entered the set once the
-    ///      commitment was public (and, later, the seed too) is not a candidate, so nobody can join to be drawn.
+    ///      4 * want random picks and a sweep of at most `SWEEP_LIMIT` candidates, so fewer may be drawn; with
+    ///      at most `SWEEP_LIMIT` members nobody drawn means nobody is a candidate.
+    /// @dev `frozenAt` is the unit's claim block, before any randomness of its draw exists: a node that entered
+    ///      the set after it is not a candidate, however often the seed is re-targeted, so nobody can join (or
+    ///      flood the set to make a draw fail) to be drawn.
     function draw(
         Panel storage v,
         INodeRegistry registry,
@@ -37,9 +41,8 @@ library Verdicts {
         uint256 n = registry.validatorCount(deviceClass);
         picked = new address[](want);
         uint256 count;
-        for (uint256 a; a < want * 4 && count < want && n > 0; ++a) {
-            uint256 index = uint256(keccak256(abi.encode(seed, "v", a))) % n;
-            (address who, uint256 since) = registry.validatorAtSince(deviceClass, index);
+        for (uint256 a; n > 0 && count < want && a < want * 4 + (n < SWEEP_LIMIT ? n : SWEEP_LIMIT); ++a) {
+            (address who, uint256 since) = registry.validatorAtSince(deviceClass, _pick(seed, a, want, n));
             if (since > frozenAt || who == solver || _contains(picked, count, who)) continue;
             if (!registry.tryLock(who, bond)) continue;
             v.slots[count] = uint256(uint160(who));
@@ -179,6 +182,13 @@ library Verdicts {
         if (st > COMMITTED) return address(0);
         setState(v, i, SKIPPED);
         registry.unlock(who, bond);
+    }
+
+    /// @dev Attempt a's index into a set of n: random picks first; if they leave seats empty (collisions, or a
+    ///      set flooded with late entrants), a sweep on from a random offset, bounded so gas does not grow with n.
+    function _pick(bytes32 seed, uint256 a, uint256 want, uint256 n) private pure returns (uint256) {
+        if (a < want * 4) return uint256(keccak256(abi.encode(seed, "v", a))) % n;
+        return (uint256(seed) + a) % n;
     }
 
     function _contains(address[] memory a, uint256 n, address who) private pure returns (bool) {

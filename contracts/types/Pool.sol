@@ -70,6 +70,10 @@ struct StoredUnit {
     uint64 openedAt;
     address solver;
     uint64 deadline; // Assigned: commit deadline; Verified: challenge end
+    /// @dev Block of the claim: validator candidates are those in the set by then, whatever re-targets the seed
+    ///      later (so flooding the set to make a draw fail never makes the flood eligible). In slot 1's spare
+    ///      bits, written with the solver: no extra SSTORE. uint32 holds block numbers for a century at 1 s.
+    uint32 frozenAt;
     uint128 price;
     uint64 seedBlock; // randomness comes from blockhash(seedBlock + 1)
     uint64 commitDeadline;
