@@ -21,7 +21,7 @@ import numpy as np
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.requester.pricing import Offer
 from gensyn_py.requester.submit import job_params
-from gensyn_py.sim.market import COLLATERAL, MAX_PRICE, Market, digits_job_spec
+from gensyn_py.sim.market import MAX_PRICE, Market, digits_job_spec
 from gensyn_py.storage.cid import cid_for_bytes
 from gensyn_py.train.data import Dataset, digits
 from gensyn_py.train.spec import canonical_json, parse_spec
@@ -50,13 +50,14 @@ class PoisonKit:
                    **shape: int) -> int:
         """`submitJob` with these content ids and the spec's shape, `shape` overriding fields of `JobParams`."""
         requester = self.market.requester
-        params: JobParams = job_params(parse_spec(spec), spec_cid,
-                                       Offer(MAX_PRICE, COLLATERAL, window if window is not None else self.window))
+        parsed = parse_spec(spec)
         fields: dict[str, Any] = {"spec_hash": spec_hash, **shape}
-        params = dataclasses.replace(params, **fields)
         # enough collateral for the pool to accept the job: poison passes every check of the contract
-        segments = params.steps_per_unit // params.checkpoint_interval
-        params = dataclasses.replace(params, collateral_per_unit=self.market.collateral_for(segments))
+        steps = fields.get("steps_per_unit", parsed.steps_per_unit)
+        fields["collateral_per_unit"] = self.market.collateral_for(
+            steps // fields.get("checkpoint_interval", parsed.checkpoint_interval))
+        offer = Offer(MAX_PRICE, 0, window if window is not None else self.window)
+        params: JobParams = dataclasses.replace(job_params(parsed, spec_cid, offer), **fields)
         if requester.token.allowance(requester.address, requester.pool.address) < 2**255:
             requester.token.approve(requester.pool.address, 2**256 - 1)
         receipt = requester.pool.submit_job(params)
