@@ -156,7 +156,7 @@ library Disputes {
             pot += _slashValidator(s, registry, who);
             registry.recordMissed(who);
         } else if (st <= Verdicts.COMMITTED) {
-            _releaseNoShow(s, registry, unitId, i, late);
+            Verdicts.releaseNoShow(s, registry, unitId, i, late);
             return pot;
         } else if (outcome == Outcome.SolverFraud) {
             // An honest accept of another segment, or a reject: released, and an accept paid out of the pot.
@@ -179,22 +179,6 @@ library Disputes {
         uint256 bond = s.params.validatorBond;
         registry.unlock(who, bond);
         return registry.slash(who, bond, address(this));
-    }
-
-    /// @dev Skip slot i (it never revealed) and release its bond, less the no-show penalty (credited to the
-    ///      job's requester) if the reveal deadline passed (`late`).
-    function _releaseNoShow(PoolState storage s, INodeRegistry registry, uint256 unitId, uint256 i, bool late) private {
-        uint256 penalty = late ? (s.params.validatorBond * s.params.livenessPenaltyBps) / 10_000 : 0;
-        Panel storage v = s.panels[unitId];
-        (address who, ) = v.at(i);
-        v.setState(i, Verdicts.SKIPPED);
-        registry.unlock(who, s.params.validatorBond);
-        uint256 taken = penalty == 0 ? 0 : registry.slash(who, penalty, address(this));
-        if (taken != 0) {
-            s.books.addCredit(s.jobs[s.units[unitId].jobId].requester, taken);
-            registry.recordMissed(who);
-        }
-        emit ITaskPool.ValidatorNoShow(unitId, who, taken);
     }
 
     /// @dev Solver honest: a challenger's bond is lost to the pot.

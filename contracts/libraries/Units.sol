@@ -160,8 +160,7 @@ library Units {
         uint64 revealDeadline = u.commitDeadline + c.revealWindow;
         // INVARIANT: no-shows are penalised only once the reveal window has closed.
         if (block.timestamp <= revealDeadline) revert ITaskPool.DeadlineNotReached(unitId, revealDeadline);
-        uint256 bond = c.validatorBond;
-        Verdicts.penaliseNoShows(s, registry, unitId, u, bond, (bond * c.livenessPenaltyBps) / 10_000);
+        Verdicts.penaliseNoShows(s, registry, unitId, u);
         verify(u, unitId, c.challengeWindow);
     }
 

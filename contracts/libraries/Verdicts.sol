@@ -91,27 +91,35 @@ library Verdicts {
         }
     }
 
-    /// @dev After the reveal deadline: validators that did not reveal are skipped, their bond unlocked less
-    ///      `penalty` (slashed and credited to the requester), and a miss counted.
+    /// @dev After the reveal deadline: every validator that did not reveal pays the no-show (`releaseNoShow`).
     function penaliseNoShows(
         PoolState storage s,
         INodeRegistry registry,
         uint256 unitId,
-        StoredUnit storage u,
-        uint256 bond,
-        uint256 penalty
+        StoredUnit storage u
     ) internal {
         Panel storage v = s.panels[unitId];
-        address requester = s.jobs[u.jobId].requester;
         uint256 n = u.nValidators;
         for (uint256 i; i < n; ++i) {
-            address who = _skip(v, registry, i, bond);
-            if (who == address(0)) continue;
-            uint256 taken = registry.slash(who, penalty, address(this));
-            s.books.addCredit(requester, taken);
-            registry.recordMissed(who);
-            emit ITaskPool.ValidatorNoShow(unitId, who, taken);
+            if (stateOf(v, i) <= COMMITTED) releaseNoShow(s, registry, unitId, i, true);
         }
+    }
+
+    /// @dev Slot i never revealed: skip it and release its bond; if the reveal deadline passed (`late`), less the
+    ///      no-show penalty (`livenessPenaltyBps` of the bond, credited to the job's requester) and a miss counted.
+    function releaseNoShow(PoolState storage s, INodeRegistry registry, uint256 unitId, uint256 i, bool late) internal {
+        Panel storage v = s.panels[unitId];
+        (address who, ) = at(v, i);
+        setState(v, i, SKIPPED);
+        uint256 bond = s.params.validatorBond;
+        registry.unlock(who, bond);
+        uint256 taken;
+        if (late) {
+            taken = registry.slash(who, (bond * s.params.livenessPenaltyBps) / 10_000, address(this));
+            if (taken != 0) s.books.addCredit(s.jobs[s.units[unitId].jobId].requester, taken);
+            registry.recordMissed(who);
+        }
+        emit ITaskPool.ValidatorNoShow(unitId, who, taken);
     }
 
     /// @dev Pay every accepting validator its fee out of the job's escrow and release its bond.
@@ -173,15 +181,6 @@ library Verdicts {
         for (uint256 i; i < n; ++i) {
             vs[i] = address(uint160(v.slots[i]));
         }
-    }
-
-    /// @dev Skip slot i and unlock its bond if its validator has not revealed; returns it (zero if it had).
-    function _skip(Panel storage v, INodeRegistry registry, uint256 i, uint256 bond) private returns (address who) {
-        uint8 st;
-        (who, st) = at(v, i);
-        if (st > COMMITTED) return address(0);
-        setState(v, i, SKIPPED);
-        registry.unlock(who, bond);
     }
 
     /// @dev Attempt a's index into a set of n: random picks first; if they leave seats empty (collisions, or a
