@@ -5,7 +5,7 @@ import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {IDisputeResolver} from "./interfaces/IDisputeResolver.sol";
-import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
+import {DRAW_WEIGHT_SCALE, INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {ITaskPool} from "./interfaces/ITaskPool.sol";
 import {Outcome} from "./types/Types.sol";
 import {Unit} from "./types/Pool.sol";
@@ -29,9 +29,6 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
     /// @notice Share of the locked stake a member loses for not revealing: a fault, cheaper than a wrong vote
     ///         but never free (staying silent to stall a decision costs stake and only escalates).
     uint256 public constant MISS_PENALTY_BPS = 5000;
-    /// @notice Stake counted for the draw is capped at this many bonds: below the cap the odds of a seat are
-    ///         proportional to stake, so splitting stake over many addresses (sybils) gains nothing.
-    uint256 public constant STAKE_CAP_BONDS = 20;
     /// @dev Random picks per seat wanted before the sweep (bounds the draw's gas whatever the set's size).
     uint256 internal constant ATTEMPTS_PER_SEAT = 8;
     /// @dev Most candidates the sweep after the random picks visits.
@@ -69,8 +66,8 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
             revert InvalidCommitteeParam("votingPeriod", votingPeriod_);
         if (revealPeriod_ == 0 || revealPeriod_ > MAX_PERIOD)
             revert InvalidCommitteeParam("revealPeriod", revealPeriod_);
-        // memberBond * STAKE_CAP_BONDS must fit the 128-bit stake amounts it is compared with.
-        if (memberBond_ == 0 || memberBond_ > type(uint120).max)
+        // A bond above the 128-bit stake amounts could never be locked.
+        if (memberBond_ == 0 || memberBond_ > type(uint128).max)
             revert InvalidCommitteeParam("memberBond", memberBond_);
         registry = INodeRegistry(registry_);
         _token = IERC20(INodeRegistry(registry_).token());
@@ -102,8 +99,8 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         d.opener = opener;
         d.deviceClass = deviceClass;
         d.openBlock = uint64(block.number);
-        // INVARIANT: the candidate set is frozen before the randomness exists: validators that join after the
-        // opening get indices past this count and are never drawn.
+        // The candidate set and its weights are frozen at the opening, before the randomness exists: members that
+        // joined, or whose stake moved, after `openBlock` are skipped by the draw (`_candidate`).
         d.candidates = uint32(registry.validatorCount(deviceClass));
         _startRound(d, 0);
         emit DisputeOpened(id, unitId, solver, opener, d.commitDeadline);
@@ -244,33 +241,31 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         d.revealed = 0;
     }
 
-    /// @dev Seat up to `committeeSize << round` members. Random picks among the frozen candidates, each kept
-    ///      with probability min(free stake, cap) / cap (rejection sampling: odds proportional to stake up to the
-    ///      cap); then, if seats are left, a bounded sweep from a random offset gives each candidate one more
-    ///      chance at the same odds, so picks that collided on seated or excluded candidates in a small set do not
-    ///      leave seats empty. The sweep is stake-weighted too: one accepting anyone eligible would favour many
-    ///      one-bond sybils, whose rejected picks are what leaves seats for it. Seats can stay empty (quorum is
-    ///      relative to the weight seated). Gas is bounded by the seats wanted, not the set's size.
-    ///      `gensyn_py/chain/committee.py` `draw_seats` is the same rule in Python.
+    /// @dev Seat up to `committeeSize << round` members. Random picks among the candidates frozen at the opening,
+    ///      each kept with probability weight / DRAW_WEIGHT_SCALE, the registry's stake weight (rejection sampling:
+    ///      odds proportional to bonded stake up to its `weightCap`); then, if seats are left, a bounded sweep from
+    ///      a random offset gives each candidate one more chance at the same odds, so picks that collided on seated
+    ///      or excluded candidates in a small set do not leave seats empty. The sweep is stake-weighted too: one
+    ///      accepting anyone eligible would favour many one-minimum sybils, whose rejected picks are what leaves
+    ///      seats for it. Seats can stay empty (quorum is relative to the weight seated). Gas is bounded by the
+    ///      seats wanted, not the set's size. `gensyn_py/chain/committee.py` `draw_seats` is the same rule in Python.
     function _draw(Dispute storage d, uint256 id, bytes32 seed) internal returns (address[] memory seated) {
         uint256 want = uint256(committeeSize) << d.round;
         uint256 n = registry.validatorCount(d.deviceClass);
-        if (n > d.candidates) n = d.candidates;
         address[] memory excluded = _parties(d);
-        uint256 cap = memberBond * STAKE_CAP_BONDS;
         seated = new address[](want);
         uint256 k;
         for (uint256 a; a < want * ATTEMPTS_PER_SEAT && k < want && n > 0; ++a) {
             uint256 r = uint256(keccak256(abi.encode(seed, a)));
-            address m = registry.validatorAt(d.deviceClass, r % n);
-            if (_trySeat(d, id, m, excluded, (r >> 128) % cap, cap)) seated[k++] = m;
+            address m = _candidate(d, r % n, (r >> 128) % DRAW_WEIGHT_SCALE);
+            if (m != address(0) && _trySeat(d, id, m, excluded)) seated[k++] = m;
         }
         uint256 start = uint256(seed);
         uint256 attempts = want * ATTEMPTS_PER_SEAT;
         for (uint256 i; i < n && i < SWEEP_LIMIT && k < want; ++i) {
             uint256 r = uint256(keccak256(abi.encode(seed, attempts + i)));
-            address m = registry.validatorAt(d.deviceClass, (start + i) % n);
-            if (_trySeat(d, id, m, excluded, (r >> 128) % cap, cap)) seated[k++] = m;
+            address m = _candidate(d, (start + i) % n, (r >> 128) % DRAW_WEIGHT_SCALE);
+            if (m != address(0) && _trySeat(d, id, m, excluded)) seated[k++] = m;
         }
         // Trim the array to the seats filled.
         // solhint-disable-next-line no-inline-assembly
@@ -279,24 +274,23 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         }
     }
 
-    /// @dev Seat `m` if it is no party to the unit, not seated yet, its free stake covers a bond and beats the
-    ///      `ticket` (uniform in [0, cap)); its bond is locked now, fixing its weight for the whole dispute.
-    function _trySeat(
-        Dispute storage d,
-        uint256 id,
-        address m,
-        address[] memory excluded,
-        uint256 ticket,
-        uint256 cap
-    ) internal returns (bool) {
+    /// @dev The member at `index` if it was a candidate at the opening with its current weight and that weight
+    ///      beats `ticket`; address(0) otherwise.
+    function _candidate(Dispute storage d, uint256 index, uint256 ticket) internal view returns (address) {
+        (address m, uint256 since, uint256 changedAt, uint256 weight) = registry.validatorEntry(d.deviceClass, index);
+        // INVARIANT: nobody joins or adds stake after the opening, once it can know the seed, to win a seat.
+        if (since > d.openBlock || changedAt > d.openBlock || weight <= ticket) return address(0);
+        return m;
+    }
+
+    /// @dev Seat `m` if it is no party to the unit, not seated yet and its free stake covers a bond, which is
+    ///      locked now, fixing its weight for the whole dispute.
+    function _trySeat(Dispute storage d, uint256 id, address m, address[] memory excluded) internal returns (bool) {
         if (_seats[id][m].round != 0) return false;
         for (uint256 i; i < excluded.length; ++i) {
             if (excluded[i] == m) return false;
         }
-        uint256 free = registry.freeStakeOf(m);
-        // INVARIANT: a seat needs a bond of free stake (1 wei buys nothing), and more stake buys better odds
-        // only up to the cap.
-        if (free < memberBond || (free < cap ? free : cap) <= ticket) return false;
+        // INVARIANT: a seat needs a bond of free stake (1 wei buys nothing).
         if (!registry.tryLock(m, memberBond)) return false;
         _seats[id][m].round = d.round + 1;
         d.members.push(m);

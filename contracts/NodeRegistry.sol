@@ -6,7 +6,7 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
-import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
+import {DRAW_WEIGHT_SCALE, INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {Hardware} from "./types/Types.sol";
 
 /// @title NodeRegistry: staking, collateral, slashing, reputation, jail and validator sets of nodes.
@@ -35,6 +35,8 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     /// @dev Longest unbonding delay or jail period accepted: keeps `now + period` far from uint64's end and
     /// refuses a "bounded" jail that is permanent in practice.
     uint64 internal constant _MAX_PERIOD = 3650 days;
+    /// @notice A validator's draw weight grows with its bonded stake up to this many minimum stakes.
+    uint256 public constant WEIGHT_CAP_MINIMUMS = 20;
 
     struct Node {
         uint8 roles;
@@ -60,6 +62,8 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     /// @inheritdoc INodeRegistry
     uint64 public immutable jailPeriod;
     /// @inheritdoc INodeRegistry
+    uint256 public immutable weightCap;
+    /// @inheritdoc INodeRegistry
     uint256 public totalStaked;
     bool public wired;
     /// @inheritdoc INodeRegistry
@@ -67,8 +71,9 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     /// @inheritdoc INodeRegistry
     mapping(address => mapping(address => uint256)) public lockedBy;
     mapping(address => Node) private _nodes;
-    /// @dev Per device class: each member as one word, its address in the low 160 bits and the block it
-    ///      entered the set above them, so a draw reads who and since with one SLOAD.
+    /// @dev Per device class: each member as one word, so a draw reads everything it needs with one SLOAD:
+    ///      bits 0..159 the address, 160..191 the block it entered the set, 192..223 the block its weight last
+    ///      changed, 224..255 its weight (`_weight`). Block numbers in 32 bits last a century at one per second.
     mapping(uint8 => uint256[]) private _validators;
 
     modifier requires(uint8 perm) {
@@ -95,6 +100,7 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         unbondingDelay = unbondingDelay_;
         minValidatorStake = minValidatorStake_;
         jailPeriod = jailPeriod_;
+        weightCap = minValidatorStake_ * WEIGHT_CAP_MINIMUMS; // < 2^133: no overflow
     }
 
     /// @inheritdoc INodeRegistry
@@ -394,10 +400,15 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     }
 
     /// @inheritdoc INodeRegistry
-    function validatorAtSince(uint8 deviceClass, uint256 index) external view returns (address node, uint256 since) {
+    function validatorEntry(
+        uint8 deviceClass,
+        uint256 index
+    ) external view returns (address node, uint256 since, uint256 changedAt, uint256 weight) {
         uint256 word = _validators[deviceClass][index];
         node = address(uint160(word));
-        since = word >> 160;
+        since = uint32(word >> 160);
+        changedAt = uint32(word >> 192);
+        weight = word >> 224;
     }
 
     /// @inheritdoc INodeRegistry
@@ -437,12 +448,32 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         bool eligible = n.roles & VALIDATOR != 0 && n.jailedUntil == 0 && n.bonded >= minValidatorStake;
         if (eligible && n.validatorSlot == 0) _addValidator(node, n);
         else if (!eligible && n.validatorSlot != 0) _removeValidator(node, n);
+        else if (eligible) _refreshWeight(node, n);
+    }
+
+    /// @dev Draw weight of `bonded` stake: proportional up to `weightCap`, flat above it.
+    function _weight(uint256 bonded) internal view returns (uint256) {
+        uint256 cap = weightCap;
+        return ((bonded < cap ? bonded : cap) * DRAW_WEIGHT_SCALE) / cap;
+    }
+
+    /// @dev A member's stake moved: store its new weight and the block it changed (only when it did change, so
+    ///      a lock or an unrelated call never excludes a member from draws frozen before it).
+    function _refreshWeight(address node, Node storage n) internal {
+        uint256[] storage set = _validators[n.hw.deviceClass];
+        uint256 idx = n.validatorSlot - 1;
+        uint256 word = set[idx];
+        uint256 w = _weight(n.bonded);
+        if (word >> 224 == w) return;
+        // INVARIANT: a weight is never read by a draw frozen before it changed (`changedAt` > frozen block).
+        set[idx] = uint256(uint192(word)) | (block.number << 192) | (w << 224);
+        emit ValidatorWeightChanged(node, w, block.number);
     }
 
     function _addValidator(address node, Node storage n) internal {
         uint8 dc = n.hw.deviceClass;
         uint256[] storage set = _validators[dc];
-        set.push(uint256(uint160(node)) | (block.number << 160));
+        set.push(uint256(uint160(node)) | (block.number << 160) | (block.number << 192) | (_weight(n.bonded) << 224));
         n.validatorSlot = uint32(set.length);
         n.validatorSince = uint48(block.number);
         emit ValidatorSetJoined(node, dc);

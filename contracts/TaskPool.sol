@@ -162,8 +162,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         // INVARIANT: the seed comes from a block mined after the commitment.
         if (block.number <= base) revert RandomnessNotReady(unitId, base + 1);
         if (block.number - base > 256) {
-            u.seedBlock = uint64(block.number);
-            emit SeedRolled(unitId, block.number);
+            Units.seedExpired(_s, registry, unitId); // re-target, or reopen without a second roll
             return;
         }
         bytes32 seed = keccak256(abi.encode(blockhash(base), unitId));
@@ -189,16 +188,8 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
             segments[i] = Segments.segmentIndex(seed, i, segs, count);
         }
         emit ValidatorsDrawn(unitId, seed, picked, segments, commitDeadline, commitDeadline + _revealWindow);
-        if (count == 0) {
-            // INVARIANT: never Verified with nobody drawn. Wait for validators, with randomness from a later block.
-            u.drawn = false;
-            u.seed = bytes32(0);
-            u.seedBlock = uint64(block.number);
-            // The sweep saw the whole set and nobody was a candidate: admit validators that join from now on.
-            // A larger set keeps its frozen candidates, so flooding it with late entrants never seats them.
-            if (registry.validatorCount(j.p.deviceClass) <= Verdicts.SWEEP_LIMIT) u.frozenAt = uint32(block.number);
-            emit SeedRolled(unitId, block.number);
-        }
+        // INVARIANT: never Verified with nobody drawn. Wait for validators, with randomness from a later block.
+        if (count == 0) Units.noneDrawn(_s, registry, unitId);
     }
 
     /// @inheritdoc ITaskPool
@@ -248,10 +239,15 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     }
 
     /// @inheritdoc ITaskPool
-    /// @dev `Disputes.challenge` checks the role, the window and the segment and books the bond; the pool then
-    ///      pulls the bond and opens the dispute.
-    function challenge(uint256 unitId, uint256 segmentIndex) external nonReentrant {
-        uint256 bond = Disputes.challenge(_s, registry, unitId, segmentIndex);
+    function commitChallenge(uint256 unitId, bytes32 h) external {
+        Disputes.seal(_s, registry, unitId, h);
+    }
+
+    /// @inheritdoc ITaskPool
+    /// @dev `Disputes.challenge` checks the seal, the role, the window and the segment and books the bond; the
+    ///      pool then pulls the bond and opens the dispute.
+    function challenge(uint256 unitId, uint256 segmentIndex, bytes32 salt) external nonReentrant {
+        uint256 bond = Disputes.challenge(_s, registry, unitId, segmentIndex, salt);
         token.safeTransferFrom(msg.sender, address(this), bond);
         Disputes.open(_s, resolver, unitId, msg.sender, segmentIndex);
     }

@@ -3,6 +3,10 @@ pragma solidity ^0.8.24;
 
 import {Hardware} from "../types/Types.sol";
 
+// A validator's draw weight at full stake (`weightCap` or more bonded); a draw keeps a candidate when a
+// uniform ticket in [0, DRAW_WEIGHT_SCALE) falls below its weight, so its odds are proportional to stake.
+uint256 constant DRAW_WEIGHT_SCALE = 1e9;
+
 /// @title Node registry: roles, hardware, stake, collateral locks, slashing, reputation.
 /// @notice Stake leaves through unbond -> delay -> withdraw; slashing reaches unbonding stake.
 interface INodeRegistry {
@@ -41,6 +45,8 @@ interface INodeRegistry {
     event NodeRegistered(address indexed node, uint8 roles, Hardware hw);
     /// @notice A node entered the validator set of its device class (role, not jailed, minimum bonded).
     event ValidatorSetJoined(address indexed node, uint8 deviceClass);
+    /// @notice A validator's draw weight changed (its bonded stake moved); draws frozen before `atBlock` skip it.
+    event ValidatorWeightChanged(address indexed node, uint256 weight, uint256 atBlock);
     /// @notice A validator left the validator set of its device class (left, unbonded or slashed under the
     /// minimum, or jailed).
     event ValidatorSetLeft(address indexed node, uint8 deviceClass);
@@ -153,9 +159,17 @@ interface INodeRegistry {
     function validatorCount(uint8 deviceClass) external view returns (uint256);
     /// @notice Validator at `index` of `deviceClass`.
     function validatorAt(uint8 deviceClass, uint256 index) external view returns (address);
-    /// @notice Validator at `index` of `deviceClass` and the block it entered the set: a draw whose seed
-    /// comes from block B can skip candidates with `since >= B`, freezing its candidate set before the seed.
-    function validatorAtSince(uint8 deviceClass, uint256 index) external view returns (address node, uint256 since);
+    /// @notice Validator at `index` of `deviceClass`, the block it entered the set, the block its draw weight last
+    /// changed and that weight (min(bonded, `weightCap`) scaled to `DRAW_WEIGHT_SCALE`), from one storage word.
+    /// A draw frozen at block F seats only members with `since <= F` and `changedAt <= F`: joining, or adding
+    /// stake, once the seed is known never buys a seat (the weight a draw reads is the one it was frozen with).
+    function validatorEntry(
+        uint8 deviceClass,
+        uint256 index
+    ) external view returns (address node, uint256 since, uint256 changedAt, uint256 weight);
+    /// @notice Bonded stake at which a validator's draw weight stops growing: below it the odds of being drawn are
+    /// proportional to stake, so splitting stake over many addresses gains nothing.
+    function weightCap() external view returns (uint256);
     /// @notice Block `node` last entered its validator set (0 when not in it).
     function validatorSince(address node) external view returns (uint256);
 }

@@ -62,6 +62,8 @@ interface ITaskPool {
     error InvalidSegmentProof(uint256 unitId, uint256 segmentIndex);
     /// @notice Thrown when an accept reveals a transcript that does not match the committed transcript.
     error TranscriptMismatch(uint256 unitId, bytes32 transcriptCommit);
+    /// @notice Thrown when a challenge is revealed without a seal from the caller in an earlier block.
+    error ChallengeNotSealed(uint256 unitId, address challenger);
     /// @notice Thrown when a segment index is out of range.
     error BadSegment(uint256 unitId, uint256 segmentIndex, uint256 numSegments);
     /// @notice Thrown when the caller is not the dispute resolver.
@@ -93,7 +95,9 @@ interface ITaskPool {
     event UnitTimedOut(uint256 indexed unitId, address indexed solver, uint256 penalty);
     /// @notice The solver committed its work.
     event UnitCommitted(uint256 indexed unitId, bytes32 checkpointRoot, bytes32 finalStateHash, string manifestCid);
-    /// @notice Randomness was too old; it will be taken from a later block.
+    /// @notice The validator seed of `unitId` lapsed unused: the unit reopens and its solver paid `penalty`.
+    event SeedExpired(uint256 indexed unitId, address indexed solver, uint256 penalty);
+    /// @notice A draw found nobody (or its seed lapsed after one did); randomness will come from a later block.
     event SeedRolled(uint256 indexed unitId, uint256 newBaseBlock);
     /// @notice Validators were drawn; validator i replays `segments[i]`.
     event ValidatorsDrawn(
@@ -112,6 +116,8 @@ interface ITaskPool {
     event ValidatorNoShow(uint256 indexed unitId, address indexed validator, uint256 penalty);
     /// @notice The unit passed verification; challenges accepted until `challengeEnd`.
     event UnitVerified(uint256 indexed unitId, uint64 challengeEnd);
+    /// @notice A challenger sealed a challenge of the unit (`commitChallenge`).
+    event ChallengeSealed(uint256 indexed unitId, address indexed challenger, bytes32 h);
     /// @notice A dispute was opened over the unit.
     event UnitDisputed(uint256 indexed unitId, uint256 indexed disputeId, address indexed opener, uint256 segmentIndex);
     /// @notice A dispute ended.
@@ -163,8 +169,13 @@ interface ITaskPool {
     ) external;
     /// @notice After the reveal deadline: penalise no-shows and move the unit to Verified (anyone).
     function closeVerdicts(uint256 unitId) external;
-    /// @notice Challenge a verified unit's segment, posting the challenge bond (challenger role).
-    function challenge(uint256 unitId, uint256 segmentIndex) external;
+    /// @notice Seal a challenge of a verified unit (challenger role, inside its challenge window):
+    ///         `h` = keccak256(abi.encode(unitId, challenger, segmentIndex, salt)). Revealed by `challenge` in a
+    ///         later block, so a challenge copied from the mempool has no earlier seal and cannot be revealed.
+    function commitChallenge(uint256 unitId, bytes32 h) external;
+    /// @notice Reveal the caller's sealed challenge of a verified unit's segment and open the dispute, posting
+    ///         the challenge bond (challenger role, inside the window, sealed in an earlier block).
+    function challenge(uint256 unitId, uint256 segmentIndex, bytes32 salt) external;
     /// @notice Finalize a verified unit after its challenge window and pay everyone (anyone).
     function finalize(uint256 unitId) external;
     /// @notice Resolver callback with the outcome and the committee members to reward.

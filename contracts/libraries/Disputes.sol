@@ -21,25 +21,49 @@ library Disputes {
 
     uint8 internal constant CHALLENGER = 4; // NodeRegistry role bit
 
-    /// @notice Check a challenge by the caller of verified unit `unitId`'s segment `segmentIndex` and hold its
-    ///         bond; the pool then pulls the bond and opens the dispute.
+    /// @notice Seal the caller's challenge `h` of verified unit `unitId` (see `ITaskPool.commitChallenge`).
+    function seal(PoolState storage s, INodeRegistry registry, uint256 unitId, bytes32 h) external {
+        _challengeable(s, registry, unitId);
+        s.challengeSeals[h] = block.number;
+        emit ITaskPool.ChallengeSealed(unitId, msg.sender, h);
+    }
+
+    /// @notice Check the caller's revealed challenge of verified unit `unitId`'s segment `segmentIndex` and hold
+    ///         its bond; the pool then pulls the bond and opens the dispute.
     function challenge(
         PoolState storage s,
         INodeRegistry registry,
         uint256 unitId,
-        uint256 segmentIndex
+        uint256 segmentIndex,
+        bytes32 salt
     ) external returns (uint256 bond) {
-        StoredUnit storage u = Units.unitIn(s, unitId, UnitStatus.Verified);
-        if (registry.rolesOf(msg.sender) & CHALLENGER == 0 || msg.sender == u.solver) {
-            revert ITaskPool.MissingRole(msg.sender, CHALLENGER);
-        }
-        // INVARIANT: challenges only inside the window, so payouts after it are final.
-        if (block.timestamp > u.deadline) revert ITaskPool.DeadlinePassed(unitId, u.deadline);
+        StoredUnit storage u = _challengeable(s, registry, unitId);
+        bytes32 h = keccak256(abi.encode(unitId, msg.sender, segmentIndex, salt));
+        uint256 sealedAt = s.challengeSeals[h];
+        // INVARIANT: a challenge is revealed only by who sealed it, in an earlier block: copying a challenge seen
+        // in the mempool (to front-run the challenger's reward) needs a seal made before it was seen.
+        if (sealedAt == 0 || sealedAt >= block.number) revert ITaskPool.ChallengeNotSealed(unitId, msg.sender);
+        delete s.challengeSeals[h];
         uint256 segs = Units.numSegments(s, u);
         if (segmentIndex >= segs) revert ITaskPool.BadSegment(unitId, segmentIndex, segs);
         bond = s.params.challengeBond;
         s.books.holdBond(bond);
         u.challenger = msg.sender;
+    }
+
+    /// @dev Verified unit `unitId`, inside its challenge window, challengeable by the caller (challenger role,
+    ///      not its solver).
+    function _challengeable(
+        PoolState storage s,
+        INodeRegistry registry,
+        uint256 unitId
+    ) private view returns (StoredUnit storage u) {
+        u = Units.unitIn(s, unitId, UnitStatus.Verified);
+        if (registry.rolesOf(msg.sender) & CHALLENGER == 0 || msg.sender == u.solver) {
+            revert ITaskPool.MissingRole(msg.sender, CHALLENGER);
+        }
+        // INVARIANT: challenges only inside the window, so payouts after it are final.
+        if (block.timestamp > u.deadline) revert ITaskPool.DeadlinePassed(unitId, u.deadline);
     }
 
     /// @notice Unit `unitId` -> Disputed: `opener` (a rejecting validator or a challenger) disputes `segmentIndex`.

@@ -141,14 +141,60 @@ library Units {
         if (block.timestamp <= u.deadline) revert ITaskPool.DeadlineNotReached(unitId, u.deadline);
         Job storage j = s.jobs[u.jobId];
         address solver = u.solver;
+        uint256 taken = _penaliseSolver(s, registry, j, solver);
+        emit ITaskPool.UnitTimedOut(unitId, solver, taken);
+        reopen(s, unitId, u, j);
+    }
+
+    /// @notice The draw of committed unit `unitId` found nobody: the unit waits for validators, undrawn, with
+    ///         randomness from a later block (`commitDeadline` stays set: `seedExpired` re-targets, no penalty).
+    function noneDrawn(PoolState storage s, INodeRegistry registry, uint256 unitId) external {
+        StoredUnit storage u = s.units[unitId];
+        u.drawn = false;
+        u.seed = bytes32(0);
+        u.seedBlock = uint64(block.number);
+        // The sweep saw the whole set and nobody was a candidate: admit validators that join from now on.
+        // A larger set keeps its frozen candidates, so flooding it with late entrants never seats them.
+        if (registry.validatorCount(s.jobs[u.jobId].p.deviceClass) <= Verdicts.SWEEP_LIMIT) {
+            u.frozenAt = uint32(block.number);
+        }
+        emit ITaskPool.SeedRolled(unitId, block.number);
+    }
+
+    /// @notice The seed of committed unit `unitId` (the hash of the block after its commitment) is over 256 blocks
+    ///         old and gone, and nobody drew with it. If a draw ran and found nobody (`commitDeadline` set), no
+    ///         outcome was ever fixed: re-target the seed to the next block. Otherwise the draw was possible for
+    ///         256 blocks and the solver, who can draw at any time, let its seed lapse, perhaps because it saw a
+    ///         draw it disliked: a fresh seed would be a second roll, so the unit reopens instead, and the solver
+    ///         pays the liveness penalty of a missed deadline (credited to the requester) and counts a miss.
+    function seedExpired(PoolState storage s, INodeRegistry registry, uint256 unitId) external {
+        StoredUnit storage u = s.units[unitId];
+        if (u.commitDeadline != 0) {
+            u.seedBlock = uint64(block.number);
+            emit ITaskPool.SeedRolled(unitId, block.number);
+            return;
+        }
+        // INVARIANT: nobody gets a second roll of a unit's validator draw by letting its seed expire.
+        address solver = u.solver;
+        uint256 taken = _penaliseSolver(s, registry, s.jobs[u.jobId], solver);
+        emit ITaskPool.SeedExpired(unitId, solver, taken);
+        reopen(s, unitId, u, s.jobs[u.jobId]);
+    }
+
+    /// @dev A solver's liveness fault: unlock its collateral less `livenessPenaltyBps` of it (credited to the job's
+    ///      requester, whose job waited) and count a miss. Returns the penalty taken.
+    function _penaliseSolver(
+        PoolState storage s,
+        INodeRegistry registry,
+        Job storage j,
+        address solver
+    ) private returns (uint256 taken) {
         uint256 collateral = j.p.collateralPerUnit;
         registry.unlock(solver, collateral);
         uint256 penalty = (collateral * s.params.livenessPenaltyBps) / 10_000;
-        uint256 taken = penalty == 0 ? 0 : registry.slash(solver, penalty, address(this));
+        taken = penalty == 0 ? 0 : registry.slash(solver, penalty, address(this));
         if (taken != 0) s.books.addCredit(j.requester, taken);
         registry.recordMissed(solver);
-        emit ITaskPool.UnitTimedOut(unitId, solver, taken);
-        reopen(s, unitId, u, j);
     }
 
     /// @notice After the reveal deadline of committed unit `unitId`: validators that did not reveal are
@@ -222,6 +268,9 @@ library Units {
         u.status = UnitStatus.Committed;
         u.checkpointRoot = checkpointRoot;
         u.seedBlock = uint64(block.number);
+        // No draw has run on this commitment (`seedExpired` tells a lapsed seed from a draw that found nobody);
+        // same slot as `seedBlock`: no extra SSTORE.
+        u.commitDeadline = 0;
         emit ITaskPool.UnitCommitted(unitId, checkpointRoot, finalStateHash, manifestCid);
     }
 

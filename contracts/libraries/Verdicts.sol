@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
+import {DRAW_WEIGHT_SCALE, INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {ITaskPool} from "../interfaces/ITaskPool.sol";
 import {Books, Job, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
@@ -22,12 +22,15 @@ library Verdicts {
     uint256 internal constant SWEEP_LIMIT = 64;
 
     /// @dev Draws up to `want` distinct validators of `deviceClass` (not the solver, free stake >= bond, in the
-    ///      set since block `frozenAt` or before), locks their bonds and fills the panel's slots. Bounded to
-    ///      4 * want random picks and a sweep of at most `SWEEP_LIMIT` candidates, so fewer may be drawn; with
-    ///      at most `SWEEP_LIMIT` members nobody drawn means nobody is a candidate.
+    ///      set with its current weight since block `frozenAt` or before), locks their bonds and fills the panel's
+    ///      slots. Each pick is kept with probability weight / DRAW_WEIGHT_SCALE (rejection sampling: odds
+    ///      proportional to bonded stake up to the registry's `weightCap`, so twenty one-minimum sybils weigh what
+    ///      one validator with the same total stake weighs). Bounded to 4 * want random picks and a sweep of at
+    ///      most `SWEEP_LIMIT` candidates at the same odds, so fewer may be drawn (the unit then waits and draws
+    ///      again). `gensyn_py/proof/sampler.py` `draw_validators` is the same rule in Python.
     /// @dev `frozenAt` is the unit's claim block, before any randomness of its draw exists: a node that entered
-    ///      the set after it is not a candidate, however often the seed is re-targeted, so nobody can join (or
-    ///      flood the set to make a draw fail) to be drawn.
+    ///      the set, or whose stake moved, after it is not a candidate, however often the seed is re-targeted, so
+    ///      nobody can join, top up, or flood the set to make a draw fail, once the seed is known, to be drawn.
     function draw(
         Panel storage v,
         INodeRegistry registry,
@@ -42,8 +45,8 @@ library Verdicts {
         picked = new address[](want);
         uint256 count;
         for (uint256 a; n > 0 && count < want && a < want * 4 + (n < SWEEP_LIMIT ? n : SWEEP_LIMIT); ++a) {
-            (address who, uint256 since) = registry.validatorAtSince(deviceClass, _pick(seed, a, want, n));
-            if (since > frozenAt || who == solver || _contains(picked, count, who)) continue;
+            address who = _candidate(registry, deviceClass, seed, a, want, n, frozenAt);
+            if (who == address(0) || who == solver || _contains(picked, count, who)) continue;
             if (!registry.tryLock(who, bond)) continue;
             v.slots[count] = uint256(uint160(who));
             picked[count++] = who;
@@ -183,11 +186,32 @@ library Verdicts {
         }
     }
 
-    /// @dev Attempt a's index into a set of n: random picks first; if they leave seats empty (collisions, or a
-    ///      set flooded with late entrants), a sweep on from a random offset, bounded so gas does not grow with n.
-    function _pick(bytes32 seed, uint256 a, uint256 want, uint256 n) private pure returns (uint256) {
-        if (a < want * 4) return uint256(keccak256(abi.encode(seed, "v", a))) % n;
-        return (uint256(seed) + a) % n;
+    /// @dev Attempt a's index into a set of n and its ticket in [0, DRAW_WEIGHT_SCALE): random picks first; if they
+    ///      leave seats empty (collisions, rejections, or a set flooded with late entrants), a sweep on from a
+    ///      random offset, bounded so gas does not grow with n.
+    function _pick(bytes32 seed, uint256 a, uint256 want, uint256 n) private pure returns (uint256, uint256) {
+        uint256 r = uint256(keccak256(abi.encode(seed, "v", a)));
+        uint256 ticket = (r >> 128) % DRAW_WEIGHT_SCALE;
+        if (a < want * 4) return (r % n, ticket);
+        return ((uint256(seed) + a) % n, ticket);
+    }
+
+    /// @dev Attempt a's member if it was in the set with its current weight by `frozenAt` and its weight beats the
+    ///      attempt's ticket; address(0) otherwise.
+    function _candidate(
+        INodeRegistry registry,
+        uint8 deviceClass,
+        bytes32 seed,
+        uint256 a,
+        uint256 want,
+        uint256 n,
+        uint256 frozenAt
+    ) private view returns (address) {
+        (uint256 idx, uint256 ticket) = _pick(seed, a, want, n);
+        (address who, uint256 since, uint256 changedAt, uint256 weight) = registry.validatorEntry(deviceClass, idx);
+        // INVARIANT: nobody joins, or adds stake, once the seed can be known, to be drawn.
+        if (since > frozenAt || changedAt > frozenAt || weight <= ticket) return address(0);
+        return who;
     }
 
     function _contains(address[] memory a, uint256 n, address who) private pure returns (bool) {

@@ -112,4 +112,6 @@ struct PoolState {
     mapping(uint256 => StoredUnit) units;
     mapping(uint256 => Panel) panels;
     Books books;
+    /// @dev Sealed challenges: keccak256(abi.encode(unitId, challenger, segmentIndex, salt)) -> block sealed.
+    mapping(bytes32 => uint256) challengeSeals;
 }

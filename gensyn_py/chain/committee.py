@@ -14,6 +14,7 @@ from eth_abi import encode
 from web3.types import TxReceipt
 
 from gensyn_py.chain.bound import Block, BoundContract
+from gensyn_py.chain.draw import ValidatorEntry, seats_by_weight
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.types import Dispute, Seat, Vote
 
@@ -23,9 +24,8 @@ def vote_hash(dispute_id: int, member: str, solver_honest: bool, salt: bytes) ->
     return keccak256(encode(["uint256", "address", "bool", "bytes32"], [dispute_id, member, solver_honest, salt]))
 
 
-# The draw's constants (`DisputeCommittee.sol`): stake counted up to 20 bonds, 8 random picks per seat wanted,
-# then a sweep of at most 64 candidates.
-STAKE_CAP_BONDS = 20
+# The draw's constants (`DisputeCommittee.sol`): 8 random picks per seat wanted, then a sweep of at most 64
+# candidates; odds by the registry's stake weight (`gensyn_py.chain.draw`).
 ATTEMPTS_PER_SEAT = 8
 SWEEP_LIMIT = 64
 
@@ -35,36 +35,13 @@ def round_seed(seed_hash: bytes, unit_id: int, dispute_id: int, round_: int) -> 
     return keccak256(encode(["bytes32", "uint256", "uint256", "uint8"], [seed_hash, unit_id, dispute_id, round_]))
 
 
-def draw_seats(seed: bytes, validators: Sequence[str], free: Mapping[str, int], skip: Collection[str], want: int,
-               bond: int) -> list[str]:
-    """Who `DisputeCommittee._draw` seats, in order: `validators` are the frozen candidates in registry order,
-    `free` their free stake at the draw, `skip` the parties and the members already seated. Each random pick is
-    kept with probability min(free, cap) / cap; a stake-weighted sweep follows if seats are left."""
-    n, cap = len(validators), bond * STAKE_CAP_BONDS
-    seated: list[str] = []
-
-    def ticket(a: int) -> tuple[int, int]:
-        r = int.from_bytes(keccak256(encode(["bytes32", "uint256"], [seed, a])), "big")
-        return r, (r >> 128) % cap
-
-    def try_seat(m: str, t: int) -> None:
-        f = free.get(m, 0)
-        if m in seated or m in skip or f < bond or min(f, cap) <= t:
-            return
-        seated.append(m)
-
-    attempts = want * ATTEMPTS_PER_SEAT
-    for a in range(attempts):
-        if len(seated) >= want or n == 0:
-            break
-        r, t = ticket(a)
-        try_seat(validators[r % n], t)
-    start = int.from_bytes(seed, "big")
-    for i in range(min(n, SWEEP_LIMIT)):
-        if len(seated) >= want:
-            break
-        try_seat(validators[(start + i) % n], ticket(attempts + i)[1])
-    return seated
+def draw_seats(seed: bytes, entries: Sequence[ValidatorEntry], open_block: int, free: Mapping[str, int],
+               skip: Collection[str], want: int, bond: int) -> list[str]:
+    """Who `DisputeCommittee._draw` seats, in order: `entries` the validator set in registry order (members that
+    joined or changed stake after `open_block` are not candidates), `free` their free stake at the draw, `skip`
+    the parties and the members already seated. Each pick is kept with probability weight / DRAW_WEIGHT_SCALE;
+    a stake-weighted sweep follows if seats are left."""
+    return seats_by_weight(seed, entries, open_block, free, skip, want, bond, ATTEMPTS_PER_SEAT, SWEEP_LIMIT)
 
 
 class DisputeCommittee(BoundContract):

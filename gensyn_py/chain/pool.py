@@ -6,12 +6,22 @@ mirrors. The resolver's callback and the owner's wiring are not here: no node ca
 
 from __future__ import annotations
 
+import secrets
+import time
 from collections.abc import Sequence
 
+from eth_abi import encode
 from web3.types import TxReceipt
 
 from gensyn_py.chain.bound import Block, BoundContract
+from gensyn_py.crypto.hashing import keccak256
+from gensyn_py.errors import ChainError
 from gensyn_py.types import ClaimScore, JobParams, JobState, PoolParams, Unit
+
+
+def challenge_hash(unit_id: int, challenger: str, segment: int, salt: bytes) -> bytes:
+    """A sealed challenge: keccak256(abi.encode(unitId, challenger, segmentIndex, salt))."""
+    return keccak256(encode(["uint256", "address", "uint256", "bytes32"], [unit_id, challenger, segment, salt]))
 
 
 class TaskPool(BoundContract):
@@ -50,9 +60,32 @@ class TaskPool(BoundContract):
 
     # -- challenger ----------------------------------------------------------------------------
 
-    def challenge(self, unit_id: int, segment: int) -> TxReceipt:
-        """Dispute a verified unit's segment, posting the challenge bond."""
-        return self.transact("challenge", unit_id, segment)
+    def commit_challenge(self, unit_id: int, sealed: bytes) -> TxReceipt:
+        """Seal a challenge: `sealed` = `challenge_hash(unitId, challenger, segment, salt)`."""
+        return self.transact("commitChallenge", unit_id, sealed)
+
+    def reveal_challenge(self, unit_id: int, segment: int, salt: bytes) -> TxReceipt:
+        """Reveal a challenge sealed in an earlier block and open the dispute, posting the challenge bond."""
+        return self.transact("challenge", unit_id, segment, salt)
+
+    def challenge(self, unit_id: int, segment: int, *, block_timeout: float = 60.0) -> TxReceipt:
+        """Dispute a verified unit's segment: seal, wait for a block after the seal's, reveal. Returns the reveal's
+        receipt. Sealing first means a copy of the reveal seen in the mempool cannot be sent by anyone else."""
+        if self.sender is None:
+            raise ChainError("TaskPool is bound read-only: no account to challenge from")
+        salt = secrets.token_bytes(32)
+        sealed = self.commit_challenge(unit_id, challenge_hash(unit_id, self.sender.address, segment, salt))
+        self._await_block_after(int(sealed["blockNumber"]), block_timeout)
+        return self.reveal_challenge(unit_id, segment, salt)
+
+    def _await_block_after(self, block: int, timeout: float) -> None:
+        """Poll until the chain's head is past `block` (the reveal must not be checked in the seal's block)."""
+        w3 = self.contract.w3
+        deadline = time.monotonic() + timeout
+        while int(w3.eth.block_number) <= block:
+            if time.monotonic() > deadline:
+                raise ChainError(f"no block after {block} within {timeout:.0f}s: the chain is not producing blocks")
+            time.sleep(0.1)
 
     # -- keepers: permissionless transitions ---------------------------------------------------
 

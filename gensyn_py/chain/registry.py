@@ -13,6 +13,7 @@ from __future__ import annotations
 from web3.types import TxReceipt
 
 from gensyn_py.chain.bound import Block, BoundContract
+from gensyn_py.chain.draw import ValidatorEntry
 from gensyn_py.types import Hardware, Reputation, Standing, Unbonding
 
 
@@ -108,11 +109,20 @@ class NodeRegistry(BoundContract):
         """Block `node` last entered its validator set; 0 when not in it."""
         return int(self.call("validatorSince", node, block=block))
 
-    def validator_at_since(self, device_class: int, index: int, *, block: Block = "latest") -> tuple[str, int]:
-        """(validator, entry block) at `index` of the set: candidates that entered at or after a draw's seed
-        block were not there when the seed was fixed."""
-        node, since = self.call("validatorAtSince", device_class, index, block=block)
-        return str(node), int(since)
+    def validator_entry(self, device_class: int, index: int, *, block: Block = "latest") -> ValidatorEntry:
+        """Member `index` of the set: who, the block it entered, the block its draw weight last changed, and that
+        weight. A draw frozen at block F skips members whose entry or weight change is after F."""
+        node, since, changed_at, weight = self.call("validatorEntry", device_class, index, block=block)
+        return ValidatorEntry(str(node), int(since), int(changed_at), int(weight))
+
+    def validator_entries(self, device_class: int, *, block: Block = "latest") -> list[ValidatorEntry]:
+        """The whole validator set of `device_class`, in registry order (the draws index it)."""
+        return [self.validator_entry(device_class, i, block=block)
+                for i in range(self.validator_count(device_class, block=block))]
+
+    def weight_cap(self, *, block: Block = "latest") -> int:
+        """Bonded stake at which a validator's draw weight stops growing."""
+        return int(self.call("weightCap", block=block))
 
     def unbonding_delay(self, *, block: Block = "latest") -> int:
         return int(self.call("unbondingDelay", block=block))

@@ -83,3 +83,13 @@ def committee_votes(p: Protocol, dispute_id: int, votes: dict[str, bool]) -> Non
     """Seal then reveal `votes` (member -> solverHonest)."""
     seal_votes(p, dispute_id, votes)
     reveal_votes(p, dispute_id, votes)
+
+
+def challenge(p: Protocol, challenger: LocalAccount, unit_id: int, segment: int, salt: bytes = b"\x07" * 32) -> object:
+    """Seal, then reveal (next block), `challenger`'s challenge of `segment`; returns the reveal's receipt."""
+    from gensyn_py.chain.pool import challenge_hash
+
+    p.tx(challenger, p.pool.functions.commitChallenge(unit_id, challenge_hash(unit_id, challenger.address, segment,
+                                                                              salt)))
+    p.mine(1)  # a reveal is checked in a block after its seal's (the static call runs on the latest block)
+    return p.tx(challenger, p.pool.functions.challenge(unit_id, segment, salt))

@@ -15,9 +15,11 @@ from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
 from gensyn_py.chain.committee import draw_seats, round_seed
+from gensyn_py.chain.draw import ValidatorEntry
 from gensyn_py.devnet.deploy import DEFAULT_PARAMS
 from gensyn_py.errors import ContractRevert
 from tests.contracts.flows import (
+    challenge,
     claim_and_commit,
     commit_verdicts,
     committee_votes,
@@ -118,7 +120,7 @@ def test_constructor_parameters_are_checked(proto: Protocol) -> None:
         ("voteRevealPeriod", 0),
         ("votingPeriod", 31 * 86400),
         ("committeeBond", 0),
-        ("committeeBond", 2**120),
+        ("committeeBond", 2**128),
     ):
         err = _deploy_error(p, **{name: value})
         assert err.name == "InvalidCommitteeParam"
@@ -252,7 +254,7 @@ def test_the_units_validators_solver_opener_and_requester_never_sit(proto: Proto
     commit_verdicts(p, 1, truth)
     for v, (acc, th) in truth.items():
         reveal(p, 1, v, acc, th, w)
-    p.tx(p.accounts[8], p.pool.functions.challenge(1, 0))
+    challenge(p, p.accounts[8], 1, 0)
     did = p.unit(1)["disputeId"]
     members = _draw(p, did)
     parties = {*validators, requester.address, p.accounts[2].address, p.accounts[8].address}
@@ -371,7 +373,8 @@ def test_an_undrawn_round_still_has_a_timeout_exit(proto: Protocol) -> None:
 
 def test_the_draw_is_stake_weighted_and_python_predicts_it(proto: Protocol) -> None:
     """Validators staking 1 to 100 bonds: the contract seats exactly whom `draw_seats` (the same rule in Python)
-    predicts from the seed block's hash, the frozen candidates and their free stake."""
+    predicts from the seed block's hash, the validator set's entries (weights frozen at the opening) and their free
+    stake."""
     p = proto
     stakes = [60 * E18, 100 * E18, 200 * E18, 400 * E18, 800 * E18, 5000 * E18]
     with extra_validators(p, len(stakes), stakes=stakes):
@@ -379,11 +382,12 @@ def test_the_draw_is_stake_weighted_and_python_predicts_it(proto: Protocol) -> N
         d = p.dispute(did)
         p.mine(2)
         seed = round_seed(bytes(p.w3.eth.get_block(d["seedBlock"])["hash"]), d["unitId"], did, 0)
-        validators = [p.registry.functions.validatorAt(1, i).call() for i in range(d["candidates"])]
-        free = {v: p.registry.functions.freeStakeOf(v).call() for v in validators}
+        n = p.registry.functions.validatorCount(1).call()
+        entries = [ValidatorEntry(*p.registry.functions.validatorEntry(1, i).call()) for i in range(n)]
+        free = {e.node: p.registry.functions.freeStakeOf(e.node).call() for e in entries}
         parties = {d["solver"], d["opener"], p.accounts[1].address, *p.unit(1)["validators"]}
         want = p.params["committeeSize"]
-        predicted = draw_seats(seed, validators, free, parties, want, p.params["committeeBond"])
+        predicted = draw_seats(seed, entries, d["openBlock"], free, parties, want, p.params["committeeBond"])
         rc = p.tx(p.accounts[9], p.committee.functions.drawCommittee(did))
         assert list(p.events(rc, p.committee, "CommitteeDrawn")[0]["args"]["members"]) == predicted
         assert len(predicted) == want and va not in predicted

@@ -15,7 +15,7 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
-from tests.contracts.flows import claim_and_commit, commit_verdicts, committee_votes, reveal
+from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, committee_votes, reveal
 from tests.contracts.helpers import (
     CHALLENGER,
     COMMITTED,
@@ -85,7 +85,7 @@ def test_a_solver_faking_one_segment_and_challenging_it_itself_gains_nothing_and
     for v, (acc, th) in truth.items():
         reveal(p, 1, v, acc, th, work)
     assert p.unit(1)["status"] == VERIFIED
-    p.tx(accomplice, p.pool.functions.challenge(1, faked))
+    challenge(p, accomplice, 1, faked)
     _committee_decides(p, p.unit(1)["disputeId"], solver_honest=False)  # the fake is real: the committee convicts
     p.tx(p.accounts[9], p.committee.functions.resolve(p.unit(1)["disputeId"]))
     p.check_conservation()

@@ -15,7 +15,7 @@ from web3 import Web3
 
 from gensyn_py.devnet.compiler import compile_contracts
 from gensyn_py.devnet.ganache import HARDFORK, GanacheNode
-from tests.contracts.flows import claim_and_commit, commit_verdicts, committee_votes, honest_unit, reveal
+from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, committee_votes, honest_unit, reveal
 from tests.contracts.helpers import DISPUTED, E18, FINAL, OPEN, VERIFIED, Protocol, Work
 
 
@@ -155,7 +155,7 @@ def test_failed_challenge_costs_the_challenger_its_bond(proto: Protocol) -> None
         reveal(p, 1, v, acc, th, work)
     assert p.unit(1)["status"] == VERIFIED
     bal = p.token.functions.balanceOf(challenger.address).call()
-    p.tx(challenger, p.pool.functions.challenge(1, 3))
+    challenge(p, challenger, 1, 3)
     p.check_conservation()
     assert p.pool.functions.totalBonds().call() == p.params["challengeBond"]
     did = p.unit(1)["disputeId"]

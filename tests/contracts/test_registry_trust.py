@@ -130,7 +130,7 @@ def test_entry_blocks_let_a_draw_freeze_its_candidates(proto: Protocol) -> None:
     rc = p.tx(late, reg.stake(MIN))
     assert reg.validatorSince(late.address).call() == rc["blockNumber"] > commit_block
     n = reg.validatorCount(1).call()
-    since = dict(reg.validatorAtSince(1, i).call() for i in range(n))
+    since = {e[0]: e[1] for e in (reg.validatorEntry(1, i).call() for i in range(n))}
     assert since[late.address] > commit_block
     assert all(b <= commit_block for a, b in since.items() if a != late.address)
     p.tx(late, reg.unbond(1))

@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
+from gensyn_py.chain.pool import challenge_hash
 from gensyn_py.errors import ContractRevert, TransactionError
 from tests.contracts.flows import commit_verdicts, committee_votes, reveal
 from tests.contracts.helpers import (
@@ -209,7 +210,10 @@ def make_machine(p: Protocol) -> type[RuleBasedStateMachine]:
                 if how == "challenge" and self._now() < unit["deadline"]:
                     n = p.pool.functions.numSegments(u).call()
                     seg = data.draw(st.integers(0, n - 1), label="segment")
-                    self._try(challenger, p.pool.functions.challenge(u, seg))
+                    salt = u.to_bytes(32, "big")
+                    sealed = challenge_hash(u, challenger.address, seg, salt)
+                    if self._try(challenger, p.pool.functions.commitChallenge(u, sealed)) is not None:
+                        self._try(challenger, p.pool.functions.challenge(u, seg, salt))
                 else:
                     if self._now() <= unit["deadline"]:
                         p.advance(unit["deadline"] - self._now() + 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from eth_utils import keccak
 
+from gensyn_py.chain.pool import challenge_hash
 from tests.contracts.flows import claim_and_commit, commit_verdicts, reveal
 from tests.contracts.helpers import ASSIGNED, CANCELLED, E18, OPEN, SOLVER, Protocol, Work, transcript_commit
 from tests.contracts.test_registry import expect
@@ -203,13 +204,21 @@ def test_finalize_challenge_and_credit_guards(proto: Protocol) -> None:
     for v, (acc, th) in truth.items():
         reveal(p, 1, v, acc, th, w)
     expect(p, "DeadlineNotReached", p.accounts[9], p.pool.functions.finalize(1))
-    err = expect(p, "BadSegment", p.accounts[8], p.pool.functions.challenge(1, 4))
+    salt = b"\x05" * 32
+    err = expect(p, "ChallengeNotSealed", p.accounts[8], p.pool.functions.challenge(1, 4, salt))
+    assert err.error_args["challenger"] == p.accounts[8].address
+    p.tx(p.accounts[8], p.pool.functions.commitChallenge(1, challenge_hash(1, p.accounts[8].address, 4, salt)))
+    err = expect(p, "ChallengeNotSealed", p.accounts[8], p.pool.functions.challenge(1, 4, salt))  # same block
+    p.mine(1)
+    err = expect(p, "BadSegment", p.accounts[8], p.pool.functions.challenge(1, 4, salt))
     assert err.error_args["numSegments"] == 4
-    expect(p, "MissingRole", p.accounts[9], p.pool.functions.challenge(1, 0))
+    expect(p, "MissingRole", p.accounts[9], p.pool.functions.challenge(1, 0, salt))
+    expect(p, "MissingRole", p.accounts[9], p.pool.functions.commitChallenge(1, b"\x01" * 32))
     expect(p, "NoCredit", p.accounts[9], p.pool.functions.claimCredit())
     expect(p, "NotResolver", p.accounts[9], p.pool.functions.onDisputeResolved(1, 1, []))
     p.advance(p.params["challengeWindow"] + 1)
-    expect(p, "DeadlinePassed", p.accounts[8], p.pool.functions.challenge(1, 0))
+    expect(p, "DeadlinePassed", p.accounts[8], p.pool.functions.challenge(1, 0, salt))
+    expect(p, "DeadlinePassed", p.accounts[8], p.pool.functions.commitChallenge(1, b"\x01" * 32))
     p.tx(p.accounts[9], p.pool.functions.finalize(1))
     expect(p, "BadUnitStatus", p.accounts[9], p.pool.functions.finalize(1))
     p.check_conservation()
