@@ -123,3 +123,23 @@ def test_a_draw_that_found_nobody_is_re_targeted_without_penalty(proto: Protocol
     rc = p.tx(p.accounts[9], p.pool.functions.drawValidators(1))
     assert list(p.events(rc, p.pool, "ValidatorsDrawn")[0]["args"]["validators"]) == [p.accounts[3].address]
     p.check_conservation()
+
+
+def test_a_committee_candidate_topping_up_after_the_opening_is_not_seated(proto: Protocol) -> None:
+    """Issue 11, attack 3's stake-then-vote: a candidate at the minimum stake watches a dispute open, tops up to
+    full weight before the draw (when the seed can be known) and would be the only eligible candidate, certain of
+    a seat. Its weight moved after the opening: it is skipped, and the round seats nobody."""
+    from tests.contracts.test_committee import _draw, _rejected_unit
+
+    p = proto
+    with extra_validators(p, 1, stakes=[MIN]) as (newcomer,):
+        did, _ = _rejected_unit(p)
+        parties = set(p.unit(1)["validators"])
+        for v in p.accounts[3:8]:
+            if v.address not in parties:
+                p.tx(v, p.registry.functions.leaveValidatorSet())
+        rc = p.tx(newcomer, p.registry.functions.stake(19 * MIN))  # to the cap: full weight
+        assert p.events(rc, p.registry, "ValidatorWeightChanged")[0]["args"]["atBlock"] > p.dispute(did)["openBlock"]
+        assert _draw(p, did) == []
+        assert p.committee.functions.seatOf(did, newcomer.address).call()[0] == 0
+        assert p.registry.functions.freeStakeOf(newcomer.address).call() == 20 * MIN
