@@ -27,11 +27,11 @@ from eth_account.signers.local import LocalAccount  # noqa: E402
 from eth_utils import keccak  # noqa: E402
 from web3 import Web3  # noqa: E402
 
+import tests.contracts.helpers as helpers  # noqa: E402
 from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
 from gensyn_py.devnet.deploy import DEFAULT_PARAMS  # noqa: E402
 from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, committee_votes, reveal  # noqa: E402
-import tests.contracts.helpers as helpers  # noqa: E402
 from tests.contracts.helpers import E18, VALIDATOR, Protocol, Work  # noqa: E402
 
 BLOCK_GAS = 30_000_000

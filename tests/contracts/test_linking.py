@@ -12,8 +12,10 @@ from gensyn_py.errors import ConfigError
 from tests.contracts.helpers import Protocol
 
 UNITS, DISPUTES = "0x" + "11" * 20, "0x" + "22" * 20
-# TaskPool's runtime code must leave room under EIP-170's 24,576 bytes for the features still to come.
-TASKPOOL_RUNTIME_BUDGET = 18_000
+# TaskPool's runtime code must leave room under EIP-170's 24,576 bytes for the features still to come. Raised from
+# 18,000 for issue 11's entry points (sealed challenges, data-availability reports and answers, partial commits),
+# each a thin call into a linked library; 3.5 kB stay free for the dispute game.
+TASKPOOL_RUNTIME_BUDGET = 21_000
 
 
 def _spots(artifact: dict[str, Any]) -> int:
