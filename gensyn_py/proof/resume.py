@@ -21,22 +21,13 @@ from gensyn_py.errors import VerificationError
 from gensyn_py.proof.commitment import Manifest, author_bytes
 from gensyn_py.proof.record import UnitRecord
 from gensyn_py.proof.state import decode_state, state_hash_of_bytes
+from gensyn_py.types import PartialRef
 
 if TYPE_CHECKING:
     from gensyn_py.storage.base import ContentStore
     from gensyn_py.train.spec import JobSpec
 
 __all__ = ["PartialRef", "Resume", "load_partial", "resume_record", "unbacked_span"]
-
-
-@dataclass(frozen=True)
-class PartialRef:
-    """One on-chain partial commitment (a `UnitPartialCommitted` event)."""
-
-    solver: str
-    root: bytes
-    segments: int
-    manifest_cid: str = ""
 
 
 @dataclass(frozen=True)
