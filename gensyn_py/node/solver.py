@@ -290,9 +290,15 @@ class SolverDaemon(NodeDaemon):
     def _commit_partial(self, unit: Unit, m: Manifest) -> None:
         """Publish the first segments; best effort: a failure is logged and training goes on."""
         key = ("partial", unit.unit_id, unit.deadline, m.num_segments)
+
+        def sent() -> bool:  # an attempt cut off by a crash may have landed
+            latest = self.pool.partial_of(unit.unit_id)
+            return latest.solver == self.address and latest.segments >= m.num_segments
+
         try:
             cid = self.store.put(m.to_bytes())
-            self.once(key, lambda: self.pool.commit_partial(unit.unit_id, m.root(), m.num_segments, cid))
+            self.once(key, lambda: self.pool.commit_partial(unit.unit_id, m.root(), m.num_segments, cid),
+                      already_done=sent)
         except GensynError as e:
             self.log.warning("unit.partial_failed", unit=unit.unit_id, segments=m.num_segments, error=repr(e))
             return
