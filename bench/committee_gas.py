@@ -28,10 +28,11 @@ from eth_utils import keccak  # noqa: E402
 from web3 import Web3  # noqa: E402
 
 import tests.contracts.helpers as helpers  # noqa: E402
+from gensyn_py.chain.pool import challenge_hash  # noqa: E402
 from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
 from gensyn_py.devnet.deploy import DEFAULT_PARAMS  # noqa: E402
-from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, committee_votes, reveal  # noqa: E402
+from tests.contracts.flows import claim_and_commit, commit_verdicts, committee_votes, reveal  # noqa: E402
 from tests.contracts.helpers import E18, VALIDATOR, Protocol, Work  # noqa: E402
 
 BLOCK_GAS = 30_000_000
@@ -104,11 +105,10 @@ def main() -> None:
         commit_verdicts(p, 3, truth)
         for v, (acc, th) in truth.items():
             reveal(p, 3, v, acc, th, w)
-        before = w3.eth.block_number
-        rc = challenge(p, p.accounts[8], 3, 0)
-        seal_block = w3.eth.get_block(before + 1, full_transactions=True)
-        seal_gas = int(w3.eth.get_transaction_receipt(seal_block["transactions"][0]["hash"])["gasUsed"])
-        reveal_gas = int(rc["gasUsed"])
+        ch, salt = p.accounts[8], keccak(b"bench challenge")
+        seal_gas = _gas(p, ch, p.pool.functions.commitChallenge(3, challenge_hash(3, ch.address, 0, salt)))
+        p.mine(1)  # revealed in a later block than the seal
+        reveal_gas = _gas(p, ch, p.pool.functions.challenge(3, 0, salt))
 
     print(f"committee of {SEATS}, {EXTRA_VALIDATORS + 5} validators at the weight cap")
     print(f"{'step':<44}{'gas':>12}{'of 30M':>9}")

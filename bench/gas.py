@@ -10,6 +10,9 @@ Prints a per-action table, then ONE JSON line (last) with:
   dispute_gas_by_action  a committee dispute over an honest unit that a validator wrongly rejects: the
                       rejecting revealVerdict (it opens the dispute), drawCommittee (3 seats, each locking its bond),
                       each commitVote and revealVote, and resolve (settles the unit and the members)
+  partial_commit_gas  commitPartial on an assigned 4-segment unit (issue 11, off the honest path): "first"
+                      (writes the unit's partial slots from zero) and "next" (the same solver's larger partial,
+                      slots already written); an honest solver that never commits partially pays none of it
   taskpool_runtime_bytes  deployed (runtime) code size of TaskPool, read from the chain (limit 24,576;
                       the linked libraries' code is not in it: their sizes are printed in the table)
 The 1x1 job is the first job on a fresh deployment (cold: first credit slot of every account); the same job
@@ -35,6 +38,7 @@ from eth_account.signers.local import LocalAccount  # noqa: E402
 from eth_utils import keccak  # noqa: E402
 from web3 import Web3  # noqa: E402
 
+from gensyn_py.crypto.merkle import merkle_root  # noqa: E402
 from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
 from tests.contracts.flows import vote_salt  # noqa: E402
@@ -140,6 +144,21 @@ def play_dispute(p: GasProtocol, requester: LocalAccount, solver: LocalAccount, 
     return out
 
 
+def play_partials(p: GasProtocol, requester: LocalAccount, solver: LocalAccount) -> dict[str, int]:
+    """A unit claimed, then two partial commits (1, then 2 of its 4 segments): their gas."""
+    unit_id = p.pool.functions.nextUnitId().call()
+    p.submit(requester)
+    work = Work.honest(4)
+    p.advance(p.params["claimWindow"])
+    p.tx(solver, p.pool.functions.claim(unit_id))
+    cid = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"  # a partial manifest's CID (59 chars)
+    out: dict[str, int] = {}
+    for label, k in (("first", 1), ("next", 2)):
+        p.tx(solver, p.pool.functions.commitPartial(unit_id, merkle_root(work.leaves()[:k]), k, cid))
+        out[label] = p.log[-1][1]
+    return out
+
+
 def main() -> None:
     t0 = time.time()
     artifacts = compile_contracts()
@@ -160,6 +179,7 @@ def main() -> None:
         job_4x4 = play_job(p, requester, solver, keeper, rounds=4, shards=4)
         units_4x4 = 4 * 4 + 4
         dispute = play_dispute(p, requester, solver, keeper)
+        partials = play_partials(p, requester, solver)
 
     by_action: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -179,6 +199,7 @@ def main() -> None:
     print("a committee dispute (3 members, all reveal; an honest unit wrongly rejected)")
     for label, gas in dispute.items():
         print(f"{label:<42}{gas:>12,}")
+    print(f"commitPartial: first {partials['first']:,} gas, next {partials['next']:,} gas (off the honest path)")
     print(f"TaskPool runtime code on chain: {runtime_bytes:,} bytes (limit 24,576)")
     for name in ("TaskPool", "Units", "Disputes", "NodeRegistry", "DisputeCommittee"):
         if name in sizes:
@@ -190,6 +211,7 @@ def main() -> None:
         "job_4x4_gas": job_4x4,
         "gas_by_action": by_action,
         "dispute_gas_by_action": dispute,
+        "partial_commit_gas": partials,
         "taskpool_runtime_bytes": runtime_bytes,
         "note": "claimCredit not included",
     }

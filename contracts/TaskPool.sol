@@ -9,7 +9,7 @@ import {IDisputeResolver} from "./interfaces/IDisputeResolver.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {ITaskPool} from "./interfaces/ITaskPool.sol";
 import {Hardware, JobParams, JobStatus, Outcome, PoolParams, UnitStatus} from "./types/Types.sol";
-import {Books, Job, JobCore, Panel, PoolState, StoredUnit, Unit} from "./types/Pool.sol";
+import {Books, Job, JobCore, Panel, Partial, PoolState, StoredUnit, Unit} from "./types/Pool.sol";
 import {Disputes} from "./libraries/Disputes.sol";
 import {Ledger} from "./libraries/Ledger.sol";
 import {Scoring} from "./libraries/Scoring.sol";
@@ -149,6 +149,12 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         // INVARIANT: only the unit's solver commits its work.
         if (msg.sender != u.solver) revert NotSolver(unitId, msg.sender);
         u.commit(unitId, checkpointRoot, finalStateHash, manifestCid);
+    }
+
+    /// @inheritdoc ITaskPool
+    /// @dev `Units.commitPartial` checks the caller, the state and the deadline (linked: no honest-path bytes).
+    function commitPartial(uint256 unitId, bytes32 partialRoot, uint32 segments, string calldata manifestCid) external {
+        Units.commitPartial(_s, unitId, partialRoot, segments, manifestCid);
     }
 
     // ---------------------------------------------------------------- verification
@@ -348,6 +354,12 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     /// @inheritdoc ITaskPool
     function numSegments(uint256 unitId) external view returns (uint256) {
         return _s.numSegments(_s.units[unitId]);
+    }
+
+    /// @inheritdoc ITaskPool
+    function partialOf(uint256 unitId) external view returns (address solver, bytes32 root, uint32 segments) {
+        Partial storage p = _s.partials[unitId];
+        return (p.solver, p.root, p.segments);
     }
 
     /// @inheritdoc ITaskPool

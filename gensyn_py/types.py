@@ -222,6 +222,25 @@ class Unit(Struct):
 
 
 @dataclass(frozen=True)
+class UnitPartial(Struct):
+    """A unit's latest partial commitment (`TaskPool.partialOf`): zero address and 0 segments if none."""
+
+    solver: str
+    root: bytes
+    segments: int
+
+
+@dataclass(frozen=True)
+class PartialRef:
+    """One on-chain partial commitment, as its `UnitPartialCommitted` event records it (issue 11)."""
+
+    solver: str
+    root: bytes
+    segments: int
+    manifest_cid: str = ""
+
+
+@dataclass(frozen=True)
 class ClaimScore(Struct):
     """A node's claim score for a unit and the score currently required (`TaskPool.claimScore`), in bps."""
 

@@ -66,6 +66,10 @@ interface ITaskPool {
     error ChallengeNotSealed(uint256 unitId, address challenger);
     /// @notice Thrown when a segment index is out of range.
     error BadSegment(uint256 unitId, uint256 segmentIndex, uint256 numSegments);
+    /// @notice A partial commitment of `segments` segments: it must cover at least `atLeast` (one, or one more than
+    ///         the caller's previous partial of the unit) and fewer than the unit's `numSegments` (a full unit is
+    ///         committed with `commit`).
+    error BadPartialCount(uint256 unitId, uint256 segments, uint256 atLeast, uint256 numSegments);
     /// @notice Thrown when the caller is not the dispute resolver.
     error NotResolver(address caller);
     /// @notice Thrown when there is no credit to claim.
@@ -95,6 +99,16 @@ interface ITaskPool {
     event UnitTimedOut(uint256 indexed unitId, address indexed solver, uint256 penalty);
     /// @notice The solver committed its work.
     event UnitCommitted(uint256 indexed unitId, bytes32 checkpointRoot, bytes32 finalStateHash, string manifestCid);
+    /// @notice The solver published its first `segments` segments: `partialRoot` is the Merkle root of their leaves,
+    ///         `manifestCid` their partial manifest. It pays nothing and moves no deadline; if the unit times out,
+    ///         the next solver may resume from it (docs/contracts.md, "Partial commitments and resuming").
+    event UnitPartialCommitted(
+        uint256 indexed unitId,
+        address indexed solver,
+        bytes32 partialRoot,
+        uint32 segments,
+        string manifestCid
+    );
     /// @notice The validator seed of `unitId` lapsed unused: the unit reopens and its solver paid `penalty`.
     event SeedExpired(uint256 indexed unitId, address indexed solver, uint256 penalty);
     /// @notice A draw found nobody (or its seed lapsed after one did); randomness will come from a later block.
@@ -152,6 +166,9 @@ interface ITaskPool {
         bytes32 finalStateHash,
         string calldata manifestCid
     ) external;
+    /// @notice Publish partial progress of an assigned unit (its solver, before the commit deadline): the root of the
+    ///         leaves of its first `segments` segments and their manifest. Optional; never extends the deadline.
+    function commitPartial(uint256 unitId, bytes32 partialRoot, uint32 segments, string calldata manifestCid) external;
     /// @notice Fix the seed and draw validators (anyone, from commitBlock + 2).
     function drawValidators(uint256 unitId) external;
     /// @notice Commit h = keccak256(abi.encode(unitId, validator, accept, transcriptHash, salt)).
@@ -223,6 +240,9 @@ interface ITaskPool {
     function getUnit(uint256 unitId) external view returns (Unit memory);
     /// @notice Number of checkpoint segments of the unit (1 for aggregation units).
     function numSegments(uint256 unitId) external view returns (uint256);
+    /// @notice The unit's latest partial commitment (zero if none); kept across reopenings. Its manifest CID is in
+    ///         the matching `UnitPartialCommitted` event.
+    function partialOf(uint256 unitId) external view returns (address solver, bytes32 root, uint32 segments);
     /// @notice Claim score of `node` for `unitId` and the score currently required.
     function claimScore(address node, uint256 unitId) external view returns (uint256 score, uint256 required);
     /// @notice Verdict state of validator slot `i` of `unitId`: 0 none, 1 committed, 2 accept, 3 reject, 4 skipped.

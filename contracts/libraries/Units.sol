@@ -4,7 +4,7 @@ pragma solidity ^0.8.24;
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {ITaskPool} from "../interfaces/ITaskPool.sol";
 import {Hardware, JobParams, JobStatus, PoolParams, UnitStatus} from "../types/Types.sol";
-import {Books, Job, JobCore, Panel, PoolState, StoredUnit, Unit} from "../types/Pool.sol";
+import {Books, Job, JobCore, Panel, Partial, PoolState, StoredUnit, Unit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
 import {Scoring} from "./Scoring.sol";
 import {Verdicts} from "./Verdicts.sol";
@@ -195,6 +195,36 @@ library Units {
         taken = penalty == 0 ? 0 : registry.slash(solver, penalty, address(this));
         if (taken != 0) s.books.addCredit(j.requester, taken);
         registry.recordMissed(solver);
+    }
+
+    /// @notice The solver of assigned unit `unitId` publishes its first `segments` segments (`root` over their
+    ///         leaves, `manifestCid` their partial manifest) so that, should it miss its deadline, the next
+    ///         solver resumes from there instead of from the start.
+    /// @dev Off the honest path (its own entry point, its own mapping): a solver that never commits partially
+    ///      pays nothing for the feature. A partial pays nothing and proves nothing on its own: the solver that
+    ///      finally commits the whole unit vouches for every segment with its own collateral.
+    function commitPartial(
+        PoolState storage s,
+        uint256 unitId,
+        bytes32 root,
+        uint32 segments,
+        string calldata manifestCid
+    ) external {
+        StoredUnit storage u = unitIn(s, unitId, UnitStatus.Assigned);
+        // INVARIANT: only the unit's solver publishes progress on it, and only before its commit deadline,
+        // which a partial never moves (so it neither buys time nor escapes the liveness penalty).
+        if (msg.sender != u.solver) revert ITaskPool.NotSolver(unitId, msg.sender);
+        if (block.timestamp > u.deadline) revert ITaskPool.DeadlinePassed(unitId, u.deadline);
+        Partial storage p = s.partials[unitId];
+        uint256 atLeast = p.solver == msg.sender ? uint256(p.segments) + 1 : 1;
+        uint256 n = numSegments(s, u);
+        // INVARIANT: a partial is a proper, growing prefix: 1 <= segments < numSegments, and more than the
+        // caller's previous partial of the unit.
+        if (segments < atLeast || segments >= n) revert ITaskPool.BadPartialCount(unitId, segments, atLeast, n);
+        p.root = root;
+        p.solver = msg.sender;
+        p.segments = segments;
+        emit ITaskPool.UnitPartialCommitted(unitId, msg.sender, root, segments, manifestCid);
     }
 
     /// @notice After the reveal deadline of committed unit `unitId`: validators that did not reveal are

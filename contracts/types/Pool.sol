@@ -84,6 +84,15 @@ struct StoredUnit {
     uint256 disputeId;
 }
 
+/// @dev A solver's latest partial commitment of a unit (`Units.commitPartial`): the Merkle root of the leaves of
+///      its first `segments` segments, by `solver`. Kept apart from `StoredUnit` so the honest path never reads
+///      or writes it, and kept across a reopening: whoever claims the unit next may resume from it.
+struct Partial {
+    bytes32 root;
+    address solver;
+    uint32 segments;
+}
+
 /// @dev The drawn validators of one unit and their sealed verdicts.
 struct Panel {
     /// @dev Slot i: validator address in the low 160 bits, verdict state (`Verdicts.NONE`..) in bits 160..167.
@@ -114,4 +123,6 @@ struct PoolState {
     Books books;
     /// @dev Sealed challenges: keccak256(abi.encode(unitId, challenger, segmentIndex, salt)) -> block sealed.
     mapping(bytes32 => uint256) challengeSeals;
+    /// @dev Latest partial commitment per unit (2 slots; written only by `commitPartial`).
+    mapping(uint256 => Partial) partials;
 }

@@ -16,7 +16,7 @@ from web3.types import TxReceipt
 from gensyn_py.chain.bound import Block, BoundContract
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.errors import ChainError
-from gensyn_py.types import ClaimScore, JobParams, JobState, PoolParams, Unit
+from gensyn_py.types import ClaimScore, JobParams, JobState, PoolParams, Unit, UnitPartial
 
 
 def challenge_hash(unit_id: int, challenger: str, segment: int, salt: bytes) -> bytes:
@@ -43,6 +43,10 @@ class TaskPool(BoundContract):
 
     def commit(self, unit_id: int, checkpoint_root: bytes, final_state_hash: bytes, manifest_cid: str) -> TxReceipt:
         return self.transact("commit", unit_id, checkpoint_root, final_state_hash, manifest_cid)
+
+    def commit_partial(self, unit_id: int, partial_root: bytes, segments: int, manifest_cid: str) -> TxReceipt:
+        """Publish the first `segments` segments (root of their leaves, partial manifest) before the deadline."""
+        return self.transact("commitPartial", unit_id, partial_root, segments, manifest_cid)
 
     # -- validator -----------------------------------------------------------------------------
 
@@ -122,6 +126,10 @@ class TaskPool(BoundContract):
 
     def claim_score(self, node: str, unit_id: int, *, block: Block = "latest") -> ClaimScore:
         return ClaimScore.from_abi(self.call("claimScore", node, unit_id, block=block))
+
+    def partial_of(self, unit_id: int, *, block: Block = "latest") -> UnitPartial:
+        """The unit's latest partial commitment (its manifest CID is in the `UnitPartialCommitted` event)."""
+        return UnitPartial.from_abi(self.call("partialOf", unit_id, block=block))
 
     def num_segments(self, unit_id: int, *, block: Block = "latest") -> int:
         return int(self.call("numSegments", unit_id, block=block))

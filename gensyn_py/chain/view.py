@@ -13,7 +13,7 @@ from typing import Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.errors import ChainError
-from gensyn_py.types import JobState, Unit, UnitStatus
+from gensyn_py.types import JobState, PartialRef, Unit, UnitStatus
 
 __all__ = ["ChainView", "Commitment", "JobInfo", "JobState", "Unit"]
 
@@ -87,6 +87,12 @@ class ChainView:
         a = logs[-1]["args"]
         return Commitment(unit_id, bytes(a["checkpointRoot"]), bytes(a["finalStateHash"]), a["manifestCid"],
                           int(logs[-1]["blockNumber"]))
+
+    def partials(self, unit_id: int) -> tuple[PartialRef, ...]:
+        """Every partial commitment of the unit, oldest first (they stay valid across reopenings)."""
+        logs = self._logs("UnitPartialCommitted", unitId=unit_id)
+        return tuple(PartialRef(str(a["solver"]), bytes(a["partialRoot"]), int(a["segments"]), str(a["manifestCid"]))
+                     for a in (e["args"] for e in logs))
 
     def round_units(self, job_id: int, round_: int) -> tuple[list[Unit], Unit | None]:
         """A round's training units in shard order, and its aggregation unit if opened."""

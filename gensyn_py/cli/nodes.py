@@ -100,13 +100,15 @@ def solver() -> None:
 @solver.command("run")
 @node_options
 @price_option
+@click.option("--partial-every", type=click.IntRange(min=0), default=None,
+              help="Commit partial progress every N segments (default: each quarter of a unit; 0: never).")
 @click.pass_obj
-def solver_run(settings: Settings, price: float, **opts: Any) -> None:
+def solver_run(settings: Settings, price: float, partial_every: int | None, **opts: Any) -> None:
     """Claim units you are fit for, train, commit, collect."""
     from gensyn_py.node.solver import SolverDaemon
 
     config, state_dir = build_config(settings, "solver", opts, tokens_to_wei(price))
-    daemon = SolverDaemon(config, state_dir / "records", device=opts["device"])
+    daemon = SolverDaemon(config, state_dir / "records", device=opts["device"], partial_every=partial_every)
     raise SystemExit(daemon.run_forever())
 
 

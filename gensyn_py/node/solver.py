@@ -7,6 +7,13 @@ have. Claims and commits are keyed by the unit's epoch (`openedAt` for a
 claim, the commit deadline for a commit), so a reopened unit can be claimed
 again but no claim or commit is ever sent twice.
 
+Partial progress (issue 11). While training, the solver publishes its first segments every
+`partial_every` segments (default: each quarter of the unit, every segment when it has fewer than
+four; 0 turns it off): the partial manifest goes to the store, its root on-chain (`commitPartial`,
+a cold path that costs the honest path nothing). Claiming a unit that has a partial, it fetches the
+partial manifest and last checkpoint, checks them against the on-chain root and resumes from there;
+if they are unavailable or do not check out it logs why and trains from the start.
+
 A solver also keeps the network moving around its own units (drawing
 validators, closing verdicts, finalizing) and times out units whose solver
 vanished, which frees them for itself.
@@ -14,23 +21,25 @@ vanished, which frees them for itself.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gensyn_py.errors import ContractRevert, TrainingError
+from gensyn_py.errors import ContractRevert, GensynError, TrainingError
 from gensyn_py.node.daemon import Handler, Triage
 from gensyn_py.node.preflight import check_shape, preflight
 from gensyn_py.node.role import NodeConfig, NodeDaemon
-from gensyn_py.proof.commitment import UnitCommitment
-from gensyn_py.types import AGGREGATION_SHARD, DEVICE_CLASSES, ROLE_SOLVER, JobParams, Unit, UnitStatus
+from gensyn_py.proof.commitment import Manifest, UnitCommitment
+from gensyn_py.types import AGGREGATION_SHARD, DEVICE_CLASSES, ROLE_SOLVER, JobParams, PartialRef, Unit, UnitStatus
 
 if TYPE_CHECKING:
     import torch
 
     from gensyn_py.chain.events import EventRecord
+    from gensyn_py.proof.resume import Resume
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
 
@@ -47,11 +56,13 @@ class SolverDaemon(NodeDaemon):
     role_bits = ROLE_SOLVER
     role_name = "solver"
 
-    def __init__(self, config: NodeConfig, records_dir: Path, device: str | None = None) -> None:
+    def __init__(self, config: NodeConfig, records_dir: Path, device: str | None = None,
+                 partial_every: int | None = None) -> None:
         super().__init__(config)
         self.records_dir = records_dir
         self.records_dir.mkdir(parents=True, exist_ok=True)
         self.device = device
+        self.partial_every = partial_every  # segments between partial commits; None: a quarter; 0: never
         self._fit: dict[int, tuple[JobParams | None, int | None]] = {}  # job -> preflight passed (params, segments)
 
     def handlers(self) -> dict[str, Handler]:
@@ -240,14 +251,21 @@ class SolverDaemon(NodeDaemon):
     def train_unit(self, unit: Unit, epoch: int, spec: JobSpec, dataset: Dataset,
                    weights: Mapping[str, torch.Tensor] | None) -> UnitCommitment:
         """Train a training unit from the round's start weights, store its checkpoints, build the commitment."""
-        from gensyn_py.proof.unit import UnitRecord, commit_segments, resume_trainer
+        from gensyn_py.proof.unit import UnitRecord, commit_segments, resume_from_partial, resume_trainer
         from gensyn_py.train.trainer import Trainer
 
         path = self.records_dir / f"unit-{unit.unit_id}-{epoch}.json"
+        resume_path = path.with_suffix(".resume.json")  # the partial this epoch resumed from, if any
+        resume = self._resume_source(unit, spec, resume_path)
         if path.exists():
             record = UnitRecord.load(path)
             trainer = resume_trainer(spec, dataset, unit.round, unit.shard, self.store, record, self.device, weights)
             self.log.info("unit.resumed", unit=unit.unit_id, step=trainer.step)
+        elif resume is not None:
+            trainer, record = resume_from_partial(spec, dataset, unit.round, unit.shard, self.store, resume,
+                                                  self.device, weights, self.content.timeout)
+            self.log.info("unit.resumed_partial", unit=unit.unit_id, step=trainer.step, segments=resume.segments,
+                          author=resume.solver)
         else:
             record = UnitRecord()
             trainer = Trainer(spec, dataset, unit.round, unit.shard, self.device, weights)
@@ -262,7 +280,67 @@ class SolverDaemon(NodeDaemon):
 
         self.log.info("unit.training", unit=unit.unit_id, job=unit.job_id, round=unit.round, shard=unit.shard,
                       steps=total, from_step=trainer.step, device=str(trainer.device))
-        return commit_segments(trainer, self.store, unit.job_id, on_step=progress, record=record, record_path=path)
+        every = self.partial_every if self.partial_every is not None else max(1, spec.num_segments // 4)
+        return commit_segments(trainer, self.store, unit.job_id, on_step=progress, record=record, record_path=path,
+                               solver=self.address, resume=resume, on_partial=partial(self._commit_partial, unit),
+                               partial_every=every)
+
+    # -- partial commitments (resume, not restart) ---------------------------------------------
+
+    def _commit_partial(self, unit: Unit, m: Manifest) -> None:
+        """Publish the first segments; best effort: a failure is logged and training goes on."""
+        key = ("partial", unit.unit_id, unit.deadline, m.num_segments)
+
+        def sent() -> bool:  # an attempt cut off by a crash may have landed
+            latest = self.pool.partial_of(unit.unit_id)
+            return latest.solver == self.address and latest.segments >= m.num_segments
+
+        try:
+            cid = self.store.put(m.to_bytes())
+            self.once(key, lambda: self.pool.commit_partial(unit.unit_id, m.root(), m.num_segments, cid),
+                      already_done=sent)
+        except GensynError as e:
+            self.log.warning("unit.partial_failed", unit=unit.unit_id, segments=m.num_segments, error=repr(e))
+            return
+        self.log.info("unit.partial", unit=unit.unit_id, segments=m.num_segments, manifest=cid)
+
+    def _resume_source(self, unit: Unit, spec: JobSpec, resume_path: Path) -> Resume | None:
+        """The checked partial to resume this epoch from, or None: none on-chain, or unusable (logged; the
+        unit is trained from the start).
+
+        Decided once per epoch and kept beside the record, so a restarted solver goes on the way it began
+        (even after its own partials have replaced that one on-chain); if a kept partial cannot be fetched
+        now, this raises to retry later rather than mix two trainings.
+        """
+        from gensyn_py.proof.resume import load_partial
+
+        if resume_path.exists():
+            kept = json.loads(resume_path.read_text())
+            if kept is None:
+                return None
+            chosen = PartialRef(kept["solver"], bytes.fromhex(kept["root"]), int(kept["segments"]),
+                                kept["manifestCid"])
+            return load_partial(spec, self.store, unit.job_id, unit.round, unit.shard, chosen,
+                                self.view.partials(unit.unit_id), self.content.timeout)
+        resume: Resume | None = None
+        kept_ref: PartialRef | None = None
+        latest = self.pool.partial_of(unit.unit_id)
+        if latest.segments:
+            partials = self.view.partials(unit.unit_id)
+            kept_ref = next((p for p in reversed(partials)
+                             if (p.solver, p.root, p.segments) == (latest.solver, latest.root, latest.segments)), None)
+            try:
+                if kept_ref is None:
+                    raise TrainingError(f"no UnitPartialCommitted event matches partialOf({unit.unit_id})")
+                resume = load_partial(spec, self.store, unit.job_id, unit.round, unit.shard, kept_ref, partials,
+                                      self.content.timeout)
+            except GensynError as e:
+                self.log.warning("unit.resume_refused", unit=unit.unit_id, segments=latest.segments,
+                                 author=latest.solver, error=repr(e))
+        resume_path.write_text(json.dumps(None if resume is None or kept_ref is None else {
+            "solver": kept_ref.solver, "root": kept_ref.root.hex(), "segments": kept_ref.segments,
+            "manifestCid": kept_ref.manifest_cid}))
+        return resume
 
     def triage(self, exc: BaseException) -> Triage:
         if isinstance(exc, Interrupted):

@@ -3,13 +3,19 @@
 Checkpoints sit at steps 0, k, 2k, ..., S; segment j runs from checkpoint j
 to j+1. For each segment:
 
-    transcriptHash_j   = keccak256("gensyn.transcript.v1" || uint32be(steps)
+    transcriptHash_j   = keccak256("gensyn.transcript.v2" || author_j (20 bytes) || uint32be(steps)
                                    || float32le(loss_t) for each step || endStateHash)
     transcriptCommit_j = keccak256(abi.encode(bytes32 transcriptHash_j))
     leaf_j = keccak256(keccak256(abi.encode(uint256 j, bytes32 startStateHash,
                                             bytes32 endStateHash, bytes32 transcriptCommit_j)))
 
 and checkpointRoot is the OpenZeppelin-compatible Merkle root of the leaves in order.
+
+author_j binds the work to the solver who did it: the unit's solver, or, for a
+prefix resumed from another solver's partial commitment, that solver (the
+manifest's `inherited` spans, each backed by an on-chain partial). Only a
+replay yields the losses, so a root or manifest copied from another solver is
+useless: replayed under the copier's address, every transcript differs.
 """
 
 from __future__ import annotations
@@ -23,13 +29,26 @@ from gensyn_py.crypto.hashing import bytes32, keccak256, uint256
 from gensyn_py.crypto.merkle import merkle_proof, merkle_root
 from gensyn_py.errors import VerificationError
 
-TRANSCRIPT_DOMAIN = b"gensyn.transcript.v1"
+TRANSCRIPT_DOMAIN = b"gensyn.transcript.v2"
 MANIFEST_VERSION = 1
+NO_AUTHOR = b"\x00" * 20  # off-chain tools and tests with no solver address
 
 
-def transcript_hash(losses: Sequence[float], end_state_hash: bytes) -> bytes:
+def author_bytes(author: bytes | str | None) -> bytes:
+    """A 20-byte address from bytes, a 0x hex string, or None (`NO_AUTHOR`)."""
+    if author is None:
+        return NO_AUTHOR
+    raw = bytes.fromhex(author.removeprefix("0x")) if isinstance(author, str) else bytes(author)
+    if len(raw) != 20:
+        raise VerificationError(f"an author is a 20-byte address, got {len(raw)} bytes")
+    return raw
+
+
+def transcript_hash(losses: Sequence[float], end_state_hash: bytes, author: bytes | str | None = None) -> bytes:
+    """The segment's loss transcript, bound to the address of the solver that trained it."""
     body = b"".join(struct.pack("<f", x) for x in losses)
-    return keccak256(TRANSCRIPT_DOMAIN + struct.pack(">I", len(losses)) + body + bytes32(end_state_hash))
+    return keccak256(TRANSCRIPT_DOMAIN + author_bytes(author) + struct.pack(">I", len(losses)) + body
+                     + bytes32(end_state_hash))
 
 
 def transcript_commit(t_hash: bytes) -> bytes:
@@ -67,6 +86,9 @@ class Manifest:
     checkpoint_cids: tuple[str, ...]
     state_hashes: tuple[bytes, ...]
     transcript_commits: tuple[bytes, ...]
+    # (author, end): segments below `end` (and from the previous span's end) were trained by `author` and
+    # resumed from its on-chain partial commitment of `end` segments; the rest are the committer's own.
+    inherited: tuple[tuple[str, int], ...] = ()
 
     @property
     def num_segments(self) -> int:
@@ -83,6 +105,30 @@ class Manifest:
         if len(self.transcript_commits) != n or len(self.state_hashes) != n + 1 \
                 or len(self.checkpoint_cids) != n + 1:
             raise VerificationError(f"manifest lists the wrong number of checkpoints for {n} segments")
+        last = 0
+        for author, end in self.inherited:
+            author_bytes(author)
+            if not last < end <= n:
+                raise VerificationError(f"manifest inherits segments up to {end} after {last} of {n}")
+            last = end
+
+    def author_of(self, segment: int, solver: bytes | str | None) -> bytes:
+        """Who trained `segment`: the inherited span's author holding it, else `solver` (the committer)."""
+        for author, end in self.inherited:
+            if segment < end:
+                return author_bytes(author)
+        return author_bytes(solver)
+
+    def prefix(self, segments: int) -> Manifest:
+        """The partial manifest of the first `segments` segments (its root is a partial commitment's root)."""
+        spans: list[tuple[str, int]] = []
+        for author, end in self.inherited:
+            if spans and spans[-1][1] >= segments:
+                break
+            spans.append((author, min(end, segments)))
+        return Manifest(self.spec_hash, self.job_id, self.round, self.shard, segments * self.interval,
+                        self.interval, self.checkpoint_cids[:segments + 1], self.state_hashes[:segments + 1],
+                        self.transcript_commits[:segments], tuple(spans))
 
     def leaves(self) -> list[bytes]:
         self.check_shape()
@@ -98,7 +144,7 @@ class Manifest:
         return merkle_proof(self.leaves(), segment)
 
     def to_json(self) -> dict[str, object]:
-        return {
+        obj: dict[str, object] = {
             "version": MANIFEST_VERSION,
             "specHash": _hex(self.spec_hash),
             "jobId": self.job_id,
@@ -112,6 +158,9 @@ class Manifest:
             "finalStateHash": _hex(self.final_state_hash),
             "checkpointRoot": _hex(self.root()),
         }
+        if self.inherited:  # absent when empty: manifests of units trained from the start are unchanged
+            obj["inherited"] = [[a, e] for a, e in self.inherited]
+        return obj
 
     def to_bytes(self) -> bytes:
         """Canonical JSON: sorted keys, compact."""
@@ -133,6 +182,7 @@ class Manifest:
                 checkpoint_cids=tuple(str(c) for c in obj["checkpointCids"]),
                 state_hashes=tuple(_unhex(h, "stateHashes") for h in obj["stateHashes"]),
                 transcript_commits=tuple(_unhex(h, "transcriptCommits") for h in obj["transcriptCommits"]),
+                inherited=tuple((str(a), int(e)) for a, e in obj.get("inherited", [])),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise VerificationError(f"malformed manifest: {e!r}") from None

@@ -16,6 +16,7 @@ from gensyn_py.errors import (
     VerificationError,
 )
 from gensyn_py.proof.commitment import Manifest, segment_leaf, transcript_commit, transcript_hash
+from gensyn_py.proof.resume import PartialRef, unbacked_span
 from gensyn_py.proof.state import decode_state, state_hash, state_hash_of_bytes
 
 if TYPE_CHECKING:
@@ -38,12 +39,19 @@ class Verdict:
 
 @dataclass(frozen=True)
 class UnitRef:
-    """Which unit a commitment claims to be, as the chain records it."""
+    """Which unit a commitment claims to be, as the chain records it.
+
+    `solver` is the committer, whose address the transcripts of its own segments are bound to (None: the
+    zero address, for tools without a chain); `partials` are the unit's on-chain partial commitments, which
+    alone can back the manifest's inherited segments.
+    """
 
     job_id: int
     round: int
     shard: int
     checkpoint_root: bytes
+    solver: str | None = None
+    partials: tuple[PartialRef, ...] = ()
 
 
 def replay_segment(
@@ -114,6 +122,10 @@ def _replay(
     if not verify_proof(leaf, m.proof(j), unit.checkpoint_root):
         return _reject(j, "segment leaf is not in the committed checkpoint root")
 
+    # INVARIANT: a segment counts as another solver's only where that solver's on-chain partial commits to it.
+    if (why := unbacked_span(m, unit.partials)) is not None:
+        return _reject(j, why)
+
     data = store.get(m.checkpoint_cids[j], timeout)
     if state_hash_of_bytes(data) != start_hash:
         return _reject(j, "start checkpoint bytes do not match the committed state hash")
@@ -130,7 +142,8 @@ def _replay(
     trainer.load_state_dict(state)
     losses = trainer.run(spec.checkpoint_interval)
     replayed_end = state_hash(trainer.state_dict())
-    t_hash = transcript_hash(losses, replayed_end)
+    # INVARIANT: the transcript is bound to who trained the segment: a copied root replays to other transcripts.
+    t_hash = transcript_hash(losses, replayed_end, m.author_of(j, unit.solver))
     if replayed_end != end_hash:
         return Verdict(False, j, t_hash, "replayed end state differs from the committed end state")
     if transcript_commit(t_hash) != commit:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from gensyn_py.errors import TrainingError
 from gensyn_py.proof.commitment import Manifest, UnitCommitment, transcript_commit, transcript_hash
 from gensyn_py.proof.record import UnitRecord
+from gensyn_py.proof.resume import Resume, resume_record
 from gensyn_py.proof.state import decode_state, encode_state, state_hash_of_bytes
 
 if TYPE_CHECKING:
@@ -34,10 +35,13 @@ if TYPE_CHECKING:
     from gensyn_py.train.spec import JobSpec
     from gensyn_py.train.trainer import StepCallback, Trainer
 
-__all__ = ["StateHook", "UnitRecord", "commit_segments", "publish", "resume_trainer"]
+__all__ = ["PartialHook", "StateHook", "UnitRecord", "commit_segments", "publish", "resume_from_partial",
+           "resume_trainer"]
 
 # (checkpoint index, state) -> state actually published; the identity for honest solvers
 StateHook = Callable[[int, dict[str, "torch.Tensor"]], dict[str, "torch.Tensor"]]
+# Called on the training thread with the partial manifest of the segments stored so far (see `commit_segments`).
+PartialHook = Callable[[Manifest], None]
 
 # Checkpoints waiting for or in the writer; a new checkpoint waits for the oldest beyond this,
 # so memory stays bounded when the store is slower than training.
@@ -124,15 +128,28 @@ def commit_segments(
     *,
     record_path: Path | str | None = None,
     overlap: bool = True,
+    solver: str | None = None,
+    resume: Resume | None = None,
+    on_partial: PartialHook | None = None,
+    partial_every: int = 0,
 ) -> UnitCommitment:
     """Run the unit from the trainer's step to S, store each checkpoint, and commit.
 
     To resume, pass the `record` kept up to the checkpoint the trainer was loaded from
     (see `resume_trainer`). With `record_path`, the record is saved there after every
     stored checkpoint. `overlap=False` writes each checkpoint before training goes on.
+
+    Transcripts are bound to `solver` (the committing address). With `resume` (another
+    solver's checked partial, see `resume_from_partial`), its segments keep their transcript
+    commits and are listed as inherited. With `on_partial`, every `partial_every` segments
+    past the inherited ones (and short of the last) it is called, once those checkpoints
+    are stored, with the partial manifest of the segments done so far.
     """
     spec = trainer.spec
     k = spec.checkpoint_interval
+    n = spec.num_segments
+    inherited = resume.spans() if resume is not None else ()
+    carried = resume.manifest.transcript_commits if resume is not None else ()
     rec = record if record is not None else UnitRecord()
     have = len(rec.cids)  # checkpoints already recorded (resuming); the writer appends the rest
     expected = trainer.step // k + 1
@@ -158,24 +175,38 @@ def commit_segments(
             if state_hook is not None:
                 state = state_hook(index, state)
             writer.submit(index, step, state)
+            if on_partial is not None and partial_every > 0 and len(carried) < index < n \
+                    and (index - len(carried)) % partial_every == 0:
+                writer.drain()  # the partial names stored checkpoints only
+                on_partial(_manifest(trainer, job_id, rec, carried, inherited, solver))
 
         trainer.run(spec.steps_per_unit - trainer.step, on_step=step_done, on_checkpoint=checkpoint, bar=bar)
+    return publish(_manifest(trainer, job_id, rec, carried, inherited, solver), store)
+
+
+def _manifest(trainer: Trainer, job_id: int, rec: UnitRecord, carried: tuple[bytes, ...],
+              inherited: tuple[tuple[str, int], ...], solver: str | None) -> Manifest:
+    """The manifest of the segments `rec` holds so far (all of them once the unit is trained)."""
+    spec = trainer.spec
+    k = spec.checkpoint_interval
+    done = len(rec.hashes) - 1
     commits = tuple(
-        transcript_commit(transcript_hash(rec.losses[j * k:(j + 1) * k], rec.hashes[j + 1]))
-        for j in range(spec.num_segments)
+        carried[j] if j < len(carried)
+        else transcript_commit(transcript_hash(rec.losses[j * k:(j + 1) * k], rec.hashes[j + 1], solver))
+        for j in range(done)
     )
-    manifest = Manifest(
+    return Manifest(
         spec_hash=spec.spec_hash(),
         job_id=job_id,
         round=trainer.round,
         shard=trainer.shard,
-        steps=spec.steps_per_unit,
+        steps=done * k,
         interval=k,
         checkpoint_cids=tuple(rec.cids),
         state_hashes=tuple(rec.hashes),
         transcript_commits=commits,
+        inherited=inherited,
     )
-    return publish(manifest, store)
 
 
 def resume_trainer(
@@ -216,6 +247,28 @@ def resume_trainer(
     if trainer.step != step:
         raise TrainingError(f"checkpoint {n - 1} holds step {trainer.step}, expected step {step}")
     return trainer
+
+
+def resume_from_partial(
+    spec: JobSpec,
+    dataset: Dataset,
+    round_: int,
+    shard: int,
+    store: ContentStore,
+    resume: Resume,
+    device: str | None = None,
+    global_weights: Mapping[str, torch.Tensor] | None = None,
+    timeout: float | None = None,
+) -> tuple[Trainer, UnitRecord]:
+    """A Trainer at the partial's last checkpoint and the record to pass with `resume` to `commit_segments`."""
+    from gensyn_py.train.trainer import Trainer
+
+    record, state = resume_record(resume, store, timeout)
+    trainer = Trainer(spec, dataset, round_, shard, device, global_weights)
+    trainer.load_state_dict(state)
+    if trainer.step != resume.manifest.steps:
+        raise TrainingError(f"partial checkpoint holds step {trainer.step}, expected {resume.manifest.steps}")
+    return trainer, record
 
 
 def publish(manifest: Manifest, store: ContentStore) -> UnitCommitment:

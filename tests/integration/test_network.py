@@ -129,6 +129,54 @@ def test_a_vanished_solver_loses_its_unit_reputation_and_a_bounded_liveness_pena
     assert_conservation(net)
 
 
+def test_a_vanished_solvers_unit_is_resumed_from_its_last_partial_commitment(market: LocalNetwork) -> None:
+    """Issue 11, resume not restart: the vanished solver had published partial progress; the next solver
+    resumes from it (not from step 0), its unit replays on every sampled segment and is paid; the vanished
+    one pays the liveness penalty and is paid nothing."""
+    from gensyn_py.proof.commitment import Manifest
+    from gensyn_py.storage.factory import open_store
+
+    net = market
+    start = int(net.w3.eth.block_number)
+    net.kill("solver-1")
+    vanishing = net.nodes["solver-2"]
+    mark = len(net.log_lines("solver-2"))
+    net.restart("solver-2", "--partial-every", "5")  # a partial every 5 of the 100 segments (100 steps)
+    try:
+        job = submit(net, steps=2000, seed=15, commit_window=20)
+        assert _assigned(net, job, 1) == ["solver-2"]
+        published = wait_log(net, "solver-2", "unit.partial", after=mark)
+        net.kill("solver-2")  # SIGKILL and stays away, having published at least one partial
+        assert not any(r.get("event") == "unit.committed" for r in net.log_lines("solver-2")[mark:])
+        mark1 = len(net.log_lines("solver-1"))
+        net.restart("solver-1")
+        wait_job(net, job)
+    finally:
+        vanishing.args = [a for a in vanishing.args if a not in ("--partial-every", "5")]
+        net.restart("solver-2")
+
+    view = ChainView(protocol(net))
+    unit = view.units(job)[0]
+    assert unit.solver == net.nodes["solver-1"].account.address
+    # The vanished solver's last partial (the resuming solver may have published partials of its own since).
+    partial = [q for q in view.partials(unit.unit_id) if q.solver == vanishing.account.address][-1]
+    assert partial.segments >= published["fields"]["segments"]
+    resumed = wait_log(net, "solver-1", "unit.resumed_partial", after=mark1)
+    assert resumed["fields"]["step"] == partial.segments * 20 > 0  # from the partial, not from step 0
+    commitment = view.commitment(unit.unit_id)
+    assert commitment is not None
+    manifest = Manifest.from_bytes(open_store(net.store_spec).get(commitment.manifest_cid))
+    assert manifest.inherited == ((vanishing.account.address, partial.segments),)
+    assert manifest.prefix(partial.segments).root() == partial.root
+    finalized = protocol(net)["TaskPool"].events.UnitFinalized().get_logs(from_block=start)
+    assert [e["args"]["solver"] for e in finalized] == [unit.solver]
+    timed_out = protocol(net)["TaskPool"].events.UnitTimedOut().get_logs(from_block=start)
+    penalty = timed_out[0]["args"]["penalty"]
+    assert [(e["args"]["solver"]) for e in timed_out] == [vanishing.account.address] and penalty > 0
+    assert slashes(net, start) == [(vanishing.account.address, penalty)]  # the penalty only: nobody honest slashed
+    assert_conservation(net)
+
+
 def test_a_lazy_validator_is_caught_and_loses_stake(market: LocalNetwork) -> None:
     net = market
     start = int(net.w3.eth.block_number)

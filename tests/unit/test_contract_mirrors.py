@@ -34,6 +34,7 @@ from gensyn_py.types import (
     Struct,
     Unbonding,
     Unit,
+    UnitPartial,
     solidity_name,
     struct_fields,
 )
@@ -47,6 +48,7 @@ MIRRORS: list[tuple[str, str, str, int | None, type[Struct]]] = [
     ("TaskPool", "params", "out", None, PoolParams),
     ("TaskPool", "jobState", "out", None, JobState),
     ("TaskPool", "claimScore", "out", None, ClaimScore),
+    ("TaskPool", "partialOf", "out", None, UnitPartial),
     ("TaskPool", "submitJob", "in", 0, JobParams),
     ("NodeRegistry", "register", "in", 1, Hardware),
     ("NodeRegistry", "hardwareOf", "out", 0, Hardware),

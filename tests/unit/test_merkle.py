@@ -57,11 +57,17 @@ def test_empty_tree_and_bad_index_raise() -> None:
 def test_transcript_hash_matches_the_documented_byte_layout() -> None:
     end = bytes(range(32))
     losses = [2.5, 1.25, 0.1]
+    author = bytes(range(100, 120))
     expected = keccak(
-        b"gensyn.transcript.v1" + (3).to_bytes(4, "big") + b"".join(struct.pack("<f", x) for x in losses) + end
+        b"gensyn.transcript.v2" + author + (3).to_bytes(4, "big") + b"".join(struct.pack("<f", x) for x in losses)
+        + end
     )
-    assert transcript_hash(losses, end) == expected
+    assert transcript_hash(losses, end, author) == expected
+    assert transcript_hash(losses, end, "0x" + author.hex()) == expected
     assert transcript_commit(expected) == keccak(expected)
+    # The solver's address is part of it: the same losses under another address are another transcript.
+    assert transcript_hash(losses, end, b"\x01" * 20) != expected
+    assert transcript_hash(losses, end) == transcript_hash(losses, end, b"\x00" * 20)
 
 
 def test_leaf_is_double_hashed_abi_encoding() -> None:
