@@ -90,7 +90,7 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
     /// @inheritdoc IDisputeResolver
     function openDispute(
         uint256 unitId,
-        uint8 deviceClass,
+        bytes32 candidateSet,
         address solver,
         address opener
     ) external returns (uint256 id) {
@@ -100,11 +100,12 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         d.unitId = unitId;
         d.solver = solver;
         d.opener = opener;
-        d.deviceClass = deviceClass;
+        d.candidateSet = candidateSet;
         d.openBlock = uint64(block.number);
         // INVARIANT: the candidate set is frozen before the randomness exists: validators that join after the
         // opening get indices past this count and are never drawn.
-        d.candidates = uint32(registry.validatorCount(deviceClass));
+        // INVARIANT: an exact unit's committee comes from its solver's replay class only (`candidateSet`).
+        d.candidates = uint32(registry.validatorCountIn(candidateSet));
         _startRound(d, 0);
         emit DisputeOpened(id, unitId, solver, opener, d.commitDeadline);
     }
@@ -254,7 +255,8 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
     ///      `gensyn_py/chain/committee.py` `draw_seats` is the same rule in Python.
     function _draw(Dispute storage d, uint256 id, bytes32 seed) internal returns (address[] memory seated) {
         uint256 want = uint256(committeeSize) << d.round;
-        uint256 n = registry.validatorCount(d.deviceClass);
+        bytes32 set = d.candidateSet;
+        uint256 n = registry.validatorCountIn(set);
         if (n > d.candidates) n = d.candidates;
         address[] memory excluded = _parties(d);
         uint256 cap = memberBond * STAKE_CAP_BONDS;
@@ -262,14 +264,14 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         uint256 k;
         for (uint256 a; a < want * ATTEMPTS_PER_SEAT && k < want && n > 0; ++a) {
             uint256 r = uint256(keccak256(abi.encode(seed, a)));
-            address m = registry.validatorAt(d.deviceClass, r % n);
+            (address m, ) = registry.validatorAtSinceIn(set, r % n);
             if (_trySeat(d, id, m, excluded, (r >> 128) % cap, cap)) seated[k++] = m;
         }
         uint256 start = uint256(seed);
         uint256 attempts = want * ATTEMPTS_PER_SEAT;
         for (uint256 i; i < n && i < SWEEP_LIMIT && k < want; ++i) {
             uint256 r = uint256(keccak256(abi.encode(seed, attempts + i)));
-            address m = registry.validatorAt(d.deviceClass, (start + i) % n);
+            (address m, ) = registry.validatorAtSinceIn(set, (start + i) % n);
             if (_trySeat(d, id, m, excluded, (r >> 128) % cap, cap)) seated[k++] = m;
         }
         // Trim the array to the seats filled.

@@ -128,6 +128,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         StoredUnit storage u = _s.unitIn(unitId, UnitStatus.Open);
         Job storage j = _s.jobs[u.jobId];
         Hardware memory hw = _checkClaimer(unitId, msg.sender, u, j.p);
+        if (j.p.exact) Units.bindClass(_s, registry, unitId, msg.sender);
         // INVARIANT: collateral is locked from free stake before the unit is assigned.
         registry.lock(msg.sender, j.p.collateralPerUnit);
         u.assign(unitId, msg.sender, hw.pricePerUnit, j.commitWindow);
@@ -173,7 +174,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         address[] memory picked = _s.panels[unitId].draw(
             registry,
             seed,
-            j.p.deviceClass,
+            Verdicts.candidateSet(_s, j.p, unitId),
             u.solver,
             _validatorsPerUnit,
             _validatorBond,
@@ -196,7 +197,8 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
             u.seedBlock = uint64(block.number);
             // The sweep saw the whole set and nobody was a candidate: admit validators that join from now on.
             // A larger set keeps its frozen candidates, so flooding it with late entrants never seats them.
-            if (registry.validatorCount(j.p.deviceClass) <= Verdicts.SWEEP_LIMIT) u.frozenAt = uint32(block.number);
+            bytes32 set = Verdicts.candidateSet(_s, j.p, unitId);
+            if (registry.validatorCountIn(set) <= Verdicts.SWEEP_LIMIT) u.frozenAt = uint32(block.number);
             emit SeedRolled(unitId, block.number);
         }
     }

@@ -73,10 +73,12 @@ interface IDisputeResolver {
         uint256 noWeight
     );
 
-    /// @notice Open a dispute over `unitId` (task pool only); returns its id.
+    /// @notice Open a dispute over `unitId` (task pool only); returns its id. The committee is drawn from the
+    /// registry validator set `candidateSet` (`INodeRegistry.validatorCountIn`): the unit's device class, or
+    /// for an `exact` unit its solver's replay class.
     function openDispute(
         uint256 unitId,
-        uint8 deviceClass,
+        bytes32 candidateSet,
         address solver,
         address opener
     ) external returns (uint256 disputeId);

@@ -54,7 +54,12 @@ library Disputes {
         u.status = UnitStatus.Disputed;
         u.opener = opener;
         u.disputedSegment = uint16(segmentIndex); // < MAX_SEGMENTS (4096), checked by the callers
-        uint256 id = resolver.openDispute(unitId, s.jobs[u.jobId].p.deviceClass, u.solver, opener);
+        uint256 id = resolver.openDispute(
+            unitId,
+            Verdicts.candidateSet(s, s.jobs[u.jobId].p, unitId),
+            u.solver,
+            opener
+        );
         u.disputeId = id;
         emit ITaskPool.UnitDisputed(unitId, id, opener, segmentIndex);
     }

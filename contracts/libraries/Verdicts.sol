@@ -3,7 +3,7 @@ pragma solidity ^0.8.24;
 
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {ITaskPool} from "../interfaces/ITaskPool.sol";
-import {Books, Job, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
+import {Books, Job, JobCore, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
 import {Segments} from "./Segments.sol";
 
@@ -21,8 +21,17 @@ library Verdicts {
     /// @dev Most candidates a draw sweeps after its random picks.
     uint256 internal constant SWEEP_LIMIT = 64;
 
-    /// @dev Draws up to `want` distinct validators of `deviceClass` (not the solver, free stake >= bond, in the
-    ///      set since block `frozenAt` or before), locks their bonds and fills the panel's slots. Bounded to
+    /// @dev The validator set a unit's validators (and its dispute committee) are drawn from, as a registry set
+    ///      key (`INodeRegistry.validatorCountIn`): the job's device class for a repro unit, the replay class
+    ///      its solver had at claim for an exact unit (only that class replays exact-mode bits identically).
+    function candidateSet(PoolState storage s, JobCore storage p, uint256 unitId) internal view returns (bytes32) {
+        // INVARIANT: an exact unit is only ever judged by validators of its solver's replay class at claim.
+        return p.exact ? s.unitClass[unitId] : bytes32(uint256(p.deviceClass));
+    }
+
+    /// @dev Draws up to `want` distinct validators of the registry set `set` (`candidateSet`; not the solver, free
+    ///      stake >= bond, in the set since block `frozenAt` or before), locks their bonds and fills the panel's
+    ///      slots. Bounded to
     ///      4 * want random picks and a sweep of at most `SWEEP_LIMIT` candidates, so fewer may be drawn; with
     ///      at most `SWEEP_LIMIT` members nobody drawn means nobody is a candidate.
     /// @dev `frozenAt` is the unit's claim block, before any randomness of its draw exists: a node that entered
@@ -32,17 +41,17 @@ library Verdicts {
         Panel storage v,
         INodeRegistry registry,
         bytes32 seed,
-        uint8 deviceClass,
+        bytes32 set,
         address solver,
         uint256 want,
         uint256 bond,
         uint256 frozenAt
     ) internal returns (address[] memory picked) {
-        uint256 n = registry.validatorCount(deviceClass);
+        uint256 n = registry.validatorCountIn(set);
         picked = new address[](want);
         uint256 count;
         for (uint256 a; n > 0 && count < want && a < want * 4 + (n < SWEEP_LIMIT ? n : SWEEP_LIMIT); ++a) {
-            (address who, uint256 since) = registry.validatorAtSince(deviceClass, _pick(seed, a, want, n));
+            (address who, uint256 since) = registry.validatorAtSinceIn(set, _pick(seed, a, want, n));
             if (since > frozenAt || who == solver || _contains(picked, count, who)) continue;
             if (!registry.tryLock(who, bond)) continue;
             v.slots[count] = uint256(uint160(who));

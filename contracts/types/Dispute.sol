@@ -8,11 +8,11 @@ struct Dispute {
     uint256 unitId;
     address solver;
     address opener;
-    uint8 deviceClass;
+    bytes32 candidateSet; // registry set drawn from: device class (repro) or the solver's replay class (exact)
     uint8 round; // current round, 0-based
     bool drawn; // the current round's seats are drawn
     bool resolved;
-    uint32 candidates; // validators of the class when the dispute opened: later entrants are never drawn
+    uint32 candidates; // validators of the set when the dispute opened: later entrants are never drawn
     uint64 openBlock;
     uint64 seedBlock; // the current round's seed is blockhash(seedBlock), a block after the round began
     uint64 commitDeadline; // current round: draw and commit until then

@@ -25,7 +25,7 @@ from gensyn_py.node.daemon import Handler, Triage
 from gensyn_py.node.preflight import check_shape, preflight
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.commitment import UnitCommitment
-from gensyn_py.types import AGGREGATION_SHARD, DEVICE_CLASSES, ROLE_SOLVER, JobParams, Unit, UnitStatus
+from gensyn_py.types import AGGREGATION_SHARD, DEVICE_CLASSES, NO_CLASS, ROLE_SOLVER, JobParams, Unit, UnitStatus
 
 if TYPE_CHECKING:
     import torch
@@ -121,6 +121,8 @@ class SolverDaemon(NodeDaemon):
             if not fit:
                 self.unfollow("open", unit_id)  # another device class: not for us
                 continue
+            if not self._class_can_verify(unit):
+                continue  # exact unit, and no other validator of this node's class (yet): the claim would revert
             if not self.pool.claim_score(self.address, unit_id).eligible:
                 continue  # the required score falls over the claim window; try again next cycle
             if self._claim(unit):
@@ -137,6 +139,8 @@ class SolverDaemon(NodeDaemon):
         spec = self.content.spec(unit.job_id)
         if DEVICE_CLASSES[spec.hardware.device_class] != DEVICE_CLASSES[self.config.hardware.device_class]:
             return False
+        if spec.mode == "exact" and self.config.replay_class is None:
+            return False  # exact units go to a solver's replay class; this node declares none
         if unit.job_id not in self._fit:
             params = self.job_params(unit.job_id)
             segments = None if unit.shard == AGGREGATION_SHARD else self.pool.num_segments(unit.unit_id)
@@ -149,6 +153,13 @@ class SolverDaemon(NodeDaemon):
         params, segments = self._fit[unit.job_id]
         check_shape(spec, unit, None if unit.shard == AGGREGATION_SHARD else segments, params)
         return True
+
+    def _class_can_verify(self, unit: Unit) -> bool:
+        """An exact unit is claimable only with another validator of this node's replay class on chain."""
+        if self.content.spec(unit.job_id).mode != "exact":
+            return True
+        cls, others = self.registry.class_peers(self.address)
+        return cls != NO_CLASS and others > 0
 
     def job_params(self, job_id: int) -> JobParams | None:
         """The job's `submitJob` parameters, decoded from its transaction (None if sent another way)."""

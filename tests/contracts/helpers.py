@@ -164,6 +164,7 @@ class Protocol:
             "maxPricePerUnit": 200 * E18,
             "collateralPerUnit": 300 * E18,
             "commitWindow": 60,
+            "verification": 0,
         }
         p.update(kw)
         return tuple(p.values())
@@ -217,7 +218,7 @@ class Protocol:
             "unitId",
             "solver",
             "opener",
-            "deviceClass",
+            "candidateSet",
             "round",
             "drawn",
             "resolved",
