@@ -10,6 +10,8 @@ Prints a per-action table, then ONE JSON line (last) with:
   dispute_gas_by_action  a committee dispute over an honest unit that a validator wrongly rejects: the
                       rejecting revealVerdict (it opens the dispute), drawCommittee (3 seats, each locking its bond),
                       each commitVote and revealVote, and resolve (settles the unit and the members)
+  replay_class_gas    the 1x1 job, warm, in repro then exact mode with every node of one replay class: lifecycle,
+                      claim and drawValidators gas of each (exact binds the unit to the solver's class at claim)
   taskpool_runtime_bytes  deployed (runtime) code size of TaskPool, read from the chain (limit 24,576;
                       the linked libraries' code is not in it: their sizes are printed in the table)
 The 1x1 job is the first job on a fresh deployment (cold: first credit slot of every account); the same job
@@ -140,6 +142,23 @@ def play_dispute(p: GasProtocol, requester: LocalAccount, solver: LocalAccount, 
     return out
 
 
+def play_exact(p: GasProtocol, requester: LocalAccount, solver: LocalAccount, keeper: LocalAccount) -> dict[str, int]:
+    """The 1x1 job in `exact` mode (warm), the solver and every validator of one replay class, beside the same job
+    in `repro` mode played right before it: the exact claim binds the unit to the solver's class (one registry
+    call, one SSTORE, one event); the draw reads the class's set."""
+    description = '{"device":"cpu","torch":"bench"}'
+    for who in [solver, *p.accounts[3:8]]:
+        p.tx(who, p.registry.functions.setReplayClass(description))
+    out: dict[str, int] = {}
+    for mode, verification in (("repro", 0), ("exact", 1)):
+        start = len(p.log)
+        out[f"{mode}_unit_lifecycle_gas_warm"] = play_job(p, requester, solver, keeper, verification=verification)
+        for name, gas in p.log[start:]:
+            if name in ("claim", "drawValidators"):
+                out[f"{mode}_{name}"] = gas
+    return out
+
+
 def main() -> None:
     t0 = time.time()
     artifacts = compile_contracts()
@@ -160,6 +179,7 @@ def main() -> None:
         job_4x4 = play_job(p, requester, solver, keeper, rounds=4, shards=4)
         units_4x4 = 4 * 4 + 4
         dispute = play_dispute(p, requester, solver, keeper)
+        exact = play_exact(p, requester, solver, keeper)
 
     by_action: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -179,6 +199,9 @@ def main() -> None:
     print("a committee dispute (3 members, all reveal; an honest unit wrongly rejected)")
     for label, gas in dispute.items():
         print(f"{label:<42}{gas:>12,}")
+    print("the 1x1 job again, warm, every node of one replay class: repro vs exact")
+    for label, gas in exact.items():
+        print(f"{label:<42}{gas:>12,}")
     print(f"TaskPool runtime code on chain: {runtime_bytes:,} bytes (limit 24,576)")
     for name in ("TaskPool", "Units", "Disputes", "NodeRegistry", "DisputeCommittee"):
         if name in sizes:
@@ -190,6 +213,7 @@ def main() -> None:
         "job_4x4_gas": job_4x4,
         "gas_by_action": by_action,
         "dispute_gas_by_action": dispute,
+        "replay_class_gas": exact,
         "taskpool_runtime_bytes": runtime_bytes,
         "note": "claimCredit not included",
     }

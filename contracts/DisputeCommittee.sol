@@ -90,7 +90,8 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
     /// @inheritdoc IDisputeResolver
     function openDispute(
         uint256 unitId,
-        bytes32 candidateSet,
+        uint8 deviceClass,
+        bytes32 replayClass,
         address solver,
         address opener
     ) external returns (uint256 id) {
@@ -100,12 +101,13 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         d.unitId = unitId;
         d.solver = solver;
         d.opener = opener;
-        d.candidateSet = candidateSet;
+        d.deviceClass = deviceClass;
+        if (replayClass != 0) d.replayClass = replayClass; // a repro dispute writes no extra slot
         d.openBlock = uint64(block.number);
         // INVARIANT: the candidate set is frozen before the randomness exists: validators that join after the
         // opening get indices past this count and are never drawn.
         // INVARIANT: an exact unit's committee comes from its solver's replay class only (`candidateSet`).
-        d.candidates = uint32(registry.validatorCountIn(candidateSet));
+        d.candidates = uint32(registry.validatorCountIn(_setOf(d)));
         _startRound(d, 0);
         emit DisputeOpened(id, unitId, solver, opener, d.commitDeadline);
     }
@@ -255,7 +257,7 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
     ///      `gensyn_py/chain/committee.py` `draw_seats` is the same rule in Python.
     function _draw(Dispute storage d, uint256 id, bytes32 seed) internal returns (address[] memory seated) {
         uint256 want = uint256(committeeSize) << d.round;
-        bytes32 set = d.candidateSet;
+        bytes32 set = _setOf(d);
         uint256 n = registry.validatorCountIn(set);
         if (n > d.candidates) n = d.candidates;
         address[] memory excluded = _parties(d);
@@ -303,6 +305,13 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         _seats[id][m].round = d.round + 1;
         d.members.push(m);
         return true;
+    }
+
+    /// @dev The registry set (`INodeRegistry.validatorCountIn`) the committee comes from: the solver's replay
+    ///      class for an exact unit, else the device class.
+    function _setOf(Dispute storage d) internal view returns (bytes32) {
+        bytes32 rc = d.replayClass;
+        return rc != 0 ? rc : bytes32(uint256(d.deviceClass));
     }
 
     /// @dev Who never sits: the solver, the opener, the job's requester and every validator drawn for the unit

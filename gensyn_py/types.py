@@ -292,7 +292,7 @@ class Dispute(Struct):
     unit_id: int
     solver: str
     opener: str
-    candidate_set: bytes  # registry set drawn from: the device class (repro) or the solver's replay class (exact)
+    device_class: int
     round: int  # current round, 0-based; each escalation doubles the seats
     drawn: bool  # the current round's seats are drawn
     resolved: bool
@@ -307,6 +307,7 @@ class Dispute(Struct):
     yes_weight: int
     no_weight: int
     seated_weight: int
+    replay_class: bytes  # an exact unit's solver's class, the committee's only set; zero bytes for repro
     members: tuple[str, ...]  # every seat of every round
 
     @property

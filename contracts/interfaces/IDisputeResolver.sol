@@ -74,11 +74,11 @@ interface IDisputeResolver {
     );
 
     /// @notice Open a dispute over `unitId` (task pool only); returns its id. The committee is drawn from the
-    /// registry validator set `candidateSet` (`INodeRegistry.validatorCountIn`): the unit's device class, or
-    /// for an `exact` unit its solver's replay class.
+    /// validator set of `deviceClass`, or for an `exact` unit (`replayClass` non-zero) of its solver's replay class.
     function openDispute(
         uint256 unitId,
-        bytes32 candidateSet,
+        uint8 deviceClass,
+        bytes32 replayClass,
         address solver,
         address opener
     ) external returns (uint256 disputeId);

@@ -5,7 +5,7 @@ import {IDisputeResolver} from "../interfaces/IDisputeResolver.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {ITaskPool} from "../interfaces/ITaskPool.sol";
 import {Outcome, PoolParams, UnitStatus} from "../types/Types.sol";
-import {Books, Job, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
+import {Books, Job, JobCore, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
 import {Units} from "./Units.sol";
 import {Segments} from "./Segments.sol";
@@ -54,12 +54,10 @@ library Disputes {
         u.status = UnitStatus.Disputed;
         u.opener = opener;
         u.disputedSegment = uint16(segmentIndex); // < MAX_SEGMENTS (4096), checked by the callers
-        uint256 id = resolver.openDispute(
-            unitId,
-            Verdicts.candidateSet(s, s.jobs[u.jobId].p, unitId),
-            u.solver,
-            opener
-        );
+        JobCore storage p = s.jobs[u.jobId].p;
+        // INVARIANT: an exact unit's committee comes from its solver's replay class at claim only.
+        bytes32 replayClass = p.exact ? s.unitClass[unitId] : bytes32(0);
+        uint256 id = resolver.openDispute(unitId, p.deviceClass, replayClass, u.solver, opener);
         u.disputeId = id;
         emit ITaskPool.UnitDisputed(unitId, id, opener, segmentIndex);
     }

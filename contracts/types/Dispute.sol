@@ -8,7 +8,7 @@ struct Dispute {
     uint256 unitId;
     address solver;
     address opener;
-    bytes32 candidateSet; // registry set drawn from: device class (repro) or the solver's replay class (exact)
+    uint8 deviceClass;
     uint8 round; // current round, 0-based
     bool drawn; // the current round's seats are drawn
     bool resolved;
@@ -23,6 +23,9 @@ struct Dispute {
     uint256 yesWeight; // revealed "solver honest" weight, all rounds
     uint256 noWeight; // revealed "fraud" weight, all rounds
     uint256 seatedWeight; // weight locked at the draws, all rounds
+    /// @dev An exact unit's: its solver's replay class, the only set its committee is drawn from. Zero for a repro
+    ///      unit (drawn from `deviceClass`'s set), which never writes this slot.
+    bytes32 replayClass;
     address[] members; // every seat of every round, in draw order
 }
 

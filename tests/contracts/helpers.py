@@ -218,7 +218,7 @@ class Protocol:
             "unitId",
             "solver",
             "opener",
-            "candidateSet",
+            "deviceClass",
             "round",
             "drawn",
             "resolved",
@@ -233,6 +233,7 @@ class Protocol:
             "yesWeight",
             "noWeight",
             "seatedWeight",
+            "replayClass",
             "members",
         ]
         return dict(zip(keys, d, strict=True))
