@@ -76,6 +76,8 @@ interface ITaskPool {
     error NoReplayClass(address node);
     /// @notice Thrown when an `exact` unit is claimed by a solver whose replay class has no other validator.
     error NoClassValidators(uint256 unitId, bytes32 replayClass);
+    /// @notice Thrown when a node of replay class `have` challenges an `exact` unit bound to class `need`.
+    error WrongReplayClass(address node, bytes32 have, bytes32 need);
 
     /// @notice A job was submitted and its budget escrowed.
     event JobSubmitted(

@@ -33,6 +33,7 @@ library Disputes {
         if (registry.rolesOf(msg.sender) & CHALLENGER == 0 || msg.sender == u.solver) {
             revert ITaskPool.MissingRole(msg.sender, CHALLENGER);
         }
+        if (s.jobs[u.jobId].p.exact) _checkClass(s, registry, unitId);
         // INVARIANT: challenges only inside the window, so payouts after it are final.
         if (block.timestamp > u.deadline) revert ITaskPool.DeadlinePassed(unitId, u.deadline);
         uint256 segs = Units.numSegments(s, u);
@@ -40,6 +41,15 @@ library Disputes {
         bond = s.params.challengeBond;
         s.books.holdBond(bond);
         u.challenger = msg.sender;
+    }
+
+    /// @dev An exact unit is challenged only from its solver's replay class: another class's replay differs in
+    ///      the last bits from honest work, and its challenge would only cost an honest challenger its bond.
+    function _checkClass(PoolState storage s, INodeRegistry registry, uint256 unitId) private view {
+        bytes32 need = s.unitClass[unitId];
+        bytes32 have = registry.replayClassOf(msg.sender);
+        // INVARIANT: an exact unit is judged (validated, challenged, voted on) only within its solver's class.
+        if (have != need) revert ITaskPool.WrongReplayClass(msg.sender, have, need);
     }
 
     /// @notice Unit `unitId` -> Disputed: `opener` (a rejecting validator or a challenger) disputes `segmentIndex`.

@@ -217,3 +217,31 @@ def test_honest_nodes_of_two_classes_are_never_paired_on_an_exact_unit(proto: Pr
         for v in everyone_b:
             assert p.registry.functions.reputationOf(v).call() == [0, 0, 0]
         p.check_conservation()
+
+
+def test_an_exact_unit_is_challenged_only_from_its_class(proto: Protocol) -> None:
+    """A class-B challenger's replay of class-A work differs honestly: its challenge is refused before it posts a
+    bond (it would lose it to an honest solver); a class-A challenger may challenge."""
+    p = proto
+    a = p.accounts
+    two_classes(p)
+    p.submit(a[1], verification=EXACT)
+    honest = Work.honest(4)
+    claim_and_commit(p, 1, a[2], honest)
+    validators = p.unit(1)["validators"]
+    truth = {v: (True, honest.segments[p.segment_of(1, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, 1, truth)
+    for v, (acc, th) in truth.items():
+        reveal(p, 1, v, acc, th, honest)
+    challenger = a[8]
+    before = holdings(p, challenger.address)
+    err = expect(p, "WrongReplayClass", challenger, p.pool.functions.challenge(1, 0))
+    assert (err.error_args["have"], err.error_args["need"]) == (bytes(32), ID_A)
+    set_class(p, challenger, B)
+    err = expect(p, "WrongReplayClass", challenger, p.pool.functions.challenge(1, 0))
+    assert err.error_args["have"] == ID_B
+    assert holdings(p, challenger.address) == before  # refused before any bond moved
+    set_class(p, challenger, A)
+    p.tx(challenger, p.pool.functions.challenge(1, 0))
+    assert p.unit(1)["status"] == DISPUTED
+    p.check_conservation()
