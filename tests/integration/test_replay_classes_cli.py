@@ -4,17 +4,23 @@ validators and solvers, and a submitted spec's mode reaches the chain (`JobParam
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from gensyn_py.chain.classes import list_classes
 from gensyn_py.cli.main import cli
+from gensyn_py.node.daemon import Handler
+from gensyn_py.node.hardware import HardwareProfile
 from gensyn_py.node.replay_class import ReplayClass, short
+from gensyn_py.node.role import NodeConfig, NodeDaemon
+from gensyn_py.node.state import DaemonState
 from gensyn_py.requester.pricing import Offer
 from gensyn_py.requester.submit import submit_job
+from gensyn_py.storage.local import LocalStore
 from gensyn_py.train.spec import parse_spec
-from gensyn_py.types import VERIFY_EXACT, VERIFY_REPRO, JobParams
+from gensyn_py.types import ROLE_VALIDATOR, VERIFY_EXACT, VERIFY_REPRO, JobParams
 from tests.integration.test_requester_kit import E18, Deployed, deployed, store_digits, tiny_spec
 
 __all__ = ["deployed"]  # the session fixture, imported so pytest finds it here
@@ -59,7 +65,7 @@ def test_a_specs_mode_is_the_jobs_verification_on_chain(deployed: Deployed) -> N
         result = submit_job(req, parse_spec(tiny_spec(mode=mode)), Offer(max_price_per_unit=7 * E18))
         tx = req.protocol.w3.eth.get_transaction(result.tx_hash)
         _, args = req.protocol["TaskPool"].decode_function_input(tx["input"])
-        assert JobParams.from_abi(args["p"]).verification == expected
+        assert JobParams.from_abi(tuple(args["p"].values())).verification == expected
 
 
 def test_the_measured_class_is_what_the_registry_hashes(deployed: Deployed) -> None:
@@ -69,3 +75,37 @@ def test_the_measured_class_is_what_the_registry_hashes(deployed: Deployed) -> N
     assert registry.replay_class_of(d.solver.address) == H100.class_id
     assert registry.class_peers(d.solver.address) == (H100.class_id, 1)
     assert registry.validator_count_in(A100.class_id) == 1
+
+
+class _Node(NodeDaemon):
+    """A role daemon with no handlers: only its start-up duties are exercised."""
+
+    role_bits = ROLE_VALIDATOR
+    role_name = "validator"
+
+    def handlers(self) -> dict[str, Handler]:
+        return {}
+
+
+def test_a_daemon_declares_its_measured_class_and_updates_it_when_the_hardware_changes(
+    deployed: Deployed, tmp_path: Path
+) -> None:
+    d = deployed
+    protocol = d.protocol()
+    node = d.validators[0]
+
+    def daemon(rc: ReplayClass, state: str) -> _Node:
+        config = NodeConfig(protocol=protocol, account=node, store=LocalStore(d.store_dir),
+                            state=DaemonState(tmp_path / state), hardware=HardwareProfile("cpu", 16_000, 1_000),
+                            replay_class=rc)
+        return _Node(config)
+
+    registry = protocol.registry()
+    first = daemon(H100, "a.sqlite")
+    first.sync_replay_class()
+    assert registry.replay_class_of(node.address) == H100.class_id
+    first.sync_replay_class()  # unchanged: no transaction (a second setReplayClass would revert)
+    first.state.close()
+    daemon(A100, "b.sqlite").sync_replay_class()  # new GPU, same key
+    assert registry.replay_class_of(node.address) == A100.class_id
+    assert registry.validator_count_in(H100.class_id) == 0 and registry.validator_count_in(A100.class_id) == 1
