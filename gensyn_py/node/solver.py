@@ -53,6 +53,7 @@ class SolverDaemon(NodeDaemon):
         self.records_dir.mkdir(parents=True, exist_ok=True)
         self.device = device
         self._fit: dict[int, tuple[JobParams | None, int | None]] = {}  # job -> preflight passed (params, segments)
+        self._exact: dict[int, bool] = {}  # job -> its spec is mode exact (set by `preflight`)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -141,6 +142,7 @@ class SolverDaemon(NodeDaemon):
             return False
         if spec.mode == "exact" and self.config.replay_class is None:
             return False  # exact units go to a solver's replay class; this node declares none
+        self._exact[unit.job_id] = spec.mode == "exact"
         if unit.job_id not in self._fit:
             params = self.job_params(unit.job_id)
             segments = None if unit.shard == AGGREGATION_SHARD else self.pool.num_segments(unit.unit_id)
@@ -156,7 +158,7 @@ class SolverDaemon(NodeDaemon):
 
     def _class_can_verify(self, unit: Unit) -> bool:
         """An exact unit is claimable only with another validator of this node's replay class on chain."""
-        if self.content.spec(unit.job_id).mode != "exact":
+        if not self._exact.get(unit.job_id, False):  # set by `preflight`, which ran first
             return True
         cls, others = self.registry.class_peers(self.address)
         return cls != NO_CLASS and others > 0
