@@ -13,6 +13,8 @@ Prints a per-action table, then ONE JSON line (last) with:
   partial_commit_gas  commitPartial on an assigned 4-segment unit (issue 11, off the honest path): "first"
                       (writes the unit's partial slots from zero) and "next" (the same solver's larger partial,
                       slots already written); an honest solver that never commits partially pays none of it
+  replay_class_gas    the 1x1 job, warm, in repro then exact mode with every node of one replay class: lifecycle,
+                      claim and drawValidators gas of each (exact binds the unit to the solver's class at claim)
   taskpool_runtime_bytes  deployed (runtime) code size of TaskPool, read from the chain (limit 24,576;
                       the linked libraries' code is not in it: their sizes are printed in the table)
 The 1x1 job is the first job on a fresh deployment (cold: first credit slot of every account); the same job
@@ -159,6 +161,23 @@ def play_partials(p: GasProtocol, requester: LocalAccount, solver: LocalAccount)
     return out
 
 
+def play_exact(p: GasProtocol, requester: LocalAccount, solver: LocalAccount, keeper: LocalAccount) -> dict[str, int]:
+    """The 1x1 job in `exact` mode (warm), the solver and every validator of one replay class, beside the same job
+    in `repro` mode played right before it: the exact claim binds the unit to the solver's class (one registry
+    call, one SSTORE, one event); the draw reads the class's set."""
+    description = '{"device":"cpu","torch":"bench"}'
+    for who in [solver, *p.accounts[3:8]]:
+        p.tx(who, p.registry.functions.setReplayClass(description))
+    out: dict[str, int] = {}
+    for mode, verification in (("repro", 0), ("exact", 1)):
+        start = len(p.log)
+        out[f"{mode}_unit_lifecycle_gas_warm"] = play_job(p, requester, solver, keeper, verification=verification)
+        for name, gas in p.log[start:]:
+            if name in ("claim", "drawValidators"):
+                out[f"{mode}_{name}"] = gas
+    return out
+
+
 def main() -> None:
     t0 = time.time()
     artifacts = compile_contracts()
@@ -180,6 +199,7 @@ def main() -> None:
         units_4x4 = 4 * 4 + 4
         dispute = play_dispute(p, requester, solver, keeper)
         partials = play_partials(p, requester, solver)
+        exact = play_exact(p, requester, solver, keeper)
 
     by_action: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -200,6 +220,9 @@ def main() -> None:
     for label, gas in dispute.items():
         print(f"{label:<42}{gas:>12,}")
     print(f"commitPartial: first {partials['first']:,} gas, next {partials['next']:,} gas (off the honest path)")
+    print("the 1x1 job again, warm, every node of one replay class: repro vs exact")
+    for label, gas in exact.items():
+        print(f"{label:<42}{gas:>12,}")
     print(f"TaskPool runtime code on chain: {runtime_bytes:,} bytes (limit 24,576)")
     for name in ("TaskPool", "Units", "Disputes", "NodeRegistry", "DisputeCommittee"):
         if name in sizes:
@@ -212,6 +235,7 @@ def main() -> None:
         "gas_by_action": by_action,
         "dispute_gas_by_action": dispute,
         "partial_commit_gas": partials,
+        "replay_class_gas": exact,
         "taskpool_runtime_bytes": runtime_bytes,
         "note": "claimCredit not included",
     }

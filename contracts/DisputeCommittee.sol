@@ -88,6 +88,7 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
     function openDispute(
         uint256 unitId,
         uint8 deviceClass,
+        bytes32 replayClass,
         address solver,
         address opener
     ) external returns (uint256 id) {
@@ -98,10 +99,12 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         d.solver = solver;
         d.opener = opener;
         d.deviceClass = deviceClass;
+        if (replayClass != 0) d.replayClass = replayClass; // a repro dispute writes no extra slot
         d.openBlock = uint64(block.number);
         // The candidate set and its weights are frozen at the opening, before the randomness exists: members that
         // joined, or whose stake moved, after `openBlock` are skipped by the draw (`_candidate`).
-        d.candidates = uint32(registry.validatorCount(deviceClass));
+        // INVARIANT: an exact unit's committee comes from its solver's replay class only (`_setOf`).
+        d.candidates = uint32(registry.validatorCountIn(_setOf(d)));
         _startRound(d, 0);
         emit DisputeOpened(id, unitId, solver, opener, d.commitDeadline);
     }
@@ -251,20 +254,21 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
     ///      seats wanted, not the set's size. `gensyn_py/chain/committee.py` `draw_seats` is the same rule in Python.
     function _draw(Dispute storage d, uint256 id, bytes32 seed) internal returns (address[] memory seated) {
         uint256 want = uint256(committeeSize) << d.round;
-        uint256 n = registry.validatorCount(d.deviceClass);
+        bytes32 set = _setOf(d);
+        uint256 n = registry.validatorCountIn(set);
         address[] memory excluded = _parties(d);
         seated = new address[](want);
         uint256 k;
         for (uint256 a; a < want * ATTEMPTS_PER_SEAT && k < want && n > 0; ++a) {
             uint256 r = uint256(keccak256(abi.encode(seed, a)));
-            address m = _candidate(d, r % n, (r >> 128) % DRAW_WEIGHT_SCALE);
+            address m = _candidate(d, set, r % n, (r >> 128) % DRAW_WEIGHT_SCALE);
             if (m != address(0) && _trySeat(d, id, m, excluded)) seated[k++] = m;
         }
         uint256 start = uint256(seed);
         uint256 attempts = want * ATTEMPTS_PER_SEAT;
         for (uint256 i; i < n && i < SWEEP_LIMIT && k < want; ++i) {
             uint256 r = uint256(keccak256(abi.encode(seed, attempts + i)));
-            address m = _candidate(d, (start + i) % n, (r >> 128) % DRAW_WEIGHT_SCALE);
+            address m = _candidate(d, set, (start + i) % n, (r >> 128) % DRAW_WEIGHT_SCALE);
             if (m != address(0) && _trySeat(d, id, m, excluded)) seated[k++] = m;
         }
         // Trim the array to the seats filled.
@@ -276,8 +280,8 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
 
     /// @dev The member at `index` if it was a candidate at the opening with its current weight and that weight
     ///      beats `ticket`; address(0) otherwise.
-    function _candidate(Dispute storage d, uint256 index, uint256 ticket) internal view returns (address) {
-        (address m, uint256 since, uint256 changedAt, uint256 weight) = registry.validatorEntry(d.deviceClass, index);
+    function _candidate(Dispute storage d, bytes32 set, uint256 index, uint256 ticket) internal view returns (address) {
+        (address m, uint256 since, uint256 changedAt, uint256 weight) = registry.validatorEntryIn(set, index);
         // INVARIANT: nobody joins or adds stake after the opening, once it can know the seed, to win a seat.
         if (since > d.openBlock || changedAt > d.openBlock || weight <= ticket) return address(0);
         return m;
@@ -295,6 +299,13 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         _seats[id][m].round = d.round + 1;
         d.members.push(m);
         return true;
+    }
+
+    /// @dev The registry set (`INodeRegistry.validatorCountIn`) the committee comes from: the solver's replay
+    ///      class for an exact unit, else the device class.
+    function _setOf(Dispute storage d) internal view returns (bytes32) {
+        bytes32 rc = d.replayClass;
+        return rc != 0 ? rc : bytes32(uint256(d.deviceClass));
     }
 
     /// @dev Who never sits: the solver, the opener, the job's requester and every validator drawn for the unit

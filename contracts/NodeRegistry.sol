@@ -52,6 +52,8 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         uint128 locked;
         uint192 unbonding; // unbonding and its release share a slot: unbond/withdraw touch one slot
         uint64 unbondRelease;
+        bytes32 replayClass; // keccak256 of the node's replay-class description; 0 = none declared
+        uint32 classSlot; // index + 1 in _classValidators[replayClass]; 0 = not in that set
     }
 
     IERC20 private immutable _token;
@@ -75,6 +77,9 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     ///      bits 0..159 the address, 160..191 the block it entered the set, 192..223 the block its weight last
     ///      changed, 224..255 its weight (`_weight`). Block numbers in 32 bits last a century at one per second.
     mapping(uint8 => uint256[]) private _validators;
+    /// @dev Per replay class: the members of the device-class sets that declared it, same word layout. A node
+    ///      is in its class's set exactly when it is in its device class's set and its class is non-zero.
+    mapping(bytes32 => uint256[]) private _classValidators;
 
     modifier requires(uint8 perm) {
         if (permissionsOf[msg.sender] & perm == 0) revert NotPermitted(msg.sender, perm);
@@ -140,6 +145,23 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         n.hw = hw;
         emit NodeRegistered(msg.sender, roles, hw);
         // A fresh node has no stake: a VALIDATOR enters the set from `stake` once it bonds the minimum.
+    }
+
+    /// @inheritdoc INodeRegistry
+    /// @dev The id is computed here from the description, so the `ReplayClassSet` event carries its own
+    ///      preimage: anyone can read what a class means from the chain. A validator moves to the new class's
+    ///      set with `since` = now, so draws frozen before this block never see it there.
+    function setReplayClass(string calldata description) external {
+        Node storage n = _nodes[msg.sender];
+        if (!n.registered) revert NotRegistered(msg.sender);
+        bytes32 cls = bytes(description).length == 0 ? bytes32(0) : keccak256(bytes(description));
+        // INVARIANT: a class id never names a device-class set (keys 0..255 of `validatorCountIn`).
+        if (cls != 0 && uint256(cls) <= type(uint8).max) revert InvalidReplayClass(cls);
+        if (cls == n.replayClass) revert ReplayClassUnchanged(msg.sender, cls);
+        if (n.classSlot != 0) _leaveClass(msg.sender, n);
+        n.replayClass = cls;
+        if (n.validatorSlot != 0 && cls != 0) _joinClass(msg.sender, n);
+        emit ReplayClassSet(msg.sender, cls, description);
     }
 
     /// @inheritdoc INodeRegistry
@@ -404,11 +426,33 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         uint8 deviceClass,
         uint256 index
     ) external view returns (address node, uint256 since, uint256 changedAt, uint256 weight) {
-        uint256 word = _validators[deviceClass][index];
-        node = address(uint160(word));
-        since = uint32(word >> 160);
-        changedAt = uint32(word >> 192);
-        weight = word >> 224;
+        return _entry(_validators[deviceClass][index]);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function replayClassOf(address node) external view returns (bytes32) {
+        return _nodes[node].replayClass;
+    }
+
+    /// @inheritdoc INodeRegistry
+    function classPeers(address node) external view returns (bytes32 replayClass, uint256 others) {
+        Node storage n = _nodes[node];
+        replayClass = n.replayClass;
+        if (replayClass == 0) return (0, 0);
+        others = _classValidators[replayClass].length - (n.classSlot != 0 ? 1 : 0);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function validatorCountIn(bytes32 set) external view returns (uint256) {
+        return _set(set).length;
+    }
+
+    /// @inheritdoc INodeRegistry
+    function validatorEntryIn(
+        bytes32 set,
+        uint256 index
+    ) external view returns (address node, uint256 since, uint256 changedAt, uint256 weight) {
+        return _entry(_set(set)[index]);
     }
 
     /// @inheritdoc INodeRegistry
@@ -451,6 +495,11 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         else if (eligible) _refreshWeight(node, n);
     }
 
+    /// @dev A member's word as it enters a set now: entered and weighed at this block.
+    function _word(address node, Node storage n) internal view returns (uint256) {
+        return uint256(uint160(node)) | (block.number << 160) | (block.number << 192) | (_weight(n.bonded) << 224);
+    }
+
     /// @dev Draw weight of `bonded` stake: proportional up to `weightCap`, flat above it.
     function _weight(uint256 bonded) internal view returns (uint256) {
         uint256 cap = weightCap;
@@ -466,17 +515,23 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         uint256 w = _weight(n.bonded);
         if (word >> 224 == w) return;
         // INVARIANT: a weight is never read by a draw frozen before it changed (`changedAt` > frozen block).
-        set[idx] = uint256(uint192(word)) | (block.number << 192) | (w << 224);
+        uint256 stamp = (block.number << 192) | (w << 224);
+        set[idx] = uint256(uint192(word)) | stamp;
+        if (n.classSlot != 0) {
+            uint256[] storage cls = _classValidators[n.replayClass];
+            cls[n.classSlot - 1] = uint256(uint192(cls[n.classSlot - 1])) | stamp;
+        }
         emit ValidatorWeightChanged(node, w, block.number);
     }
 
     function _addValidator(address node, Node storage n) internal {
         uint8 dc = n.hw.deviceClass;
         uint256[] storage set = _validators[dc];
-        set.push(uint256(uint160(node)) | (block.number << 160) | (block.number << 192) | (_weight(n.bonded) << 224));
+        set.push(_word(node, n));
         n.validatorSlot = uint32(set.length);
         n.validatorSince = uint48(block.number);
         emit ValidatorSetJoined(node, dc);
+        if (n.replayClass != 0) _joinClass(node, n);
     }
 
     function _removeValidator(address node, Node storage n) internal {
@@ -489,6 +544,40 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         set.pop();
         n.validatorSlot = 0;
         emit ValidatorSetLeft(node, dc);
+        if (n.classSlot != 0) _leaveClass(node, n);
+    }
+
+    /// @dev A set member's word, unpacked (layout at `_validators`).
+    function _entry(
+        uint256 word
+    ) internal pure returns (address node, uint256 since, uint256 changedAt, uint256 weight) {
+        node = address(uint160(word));
+        since = uint32(word >> 160);
+        changedAt = uint32(word >> 192);
+        weight = word >> 224;
+    }
+
+    /// @dev A validator set by key: 0..255 is a device class's set, anything larger a replay class's.
+    function _set(bytes32 key) internal view returns (uint256[] storage) {
+        return uint256(key) <= type(uint8).max ? _validators[uint8(uint256(key))] : _classValidators[key];
+    }
+
+    function _joinClass(address node, Node storage n) internal {
+        uint256[] storage set = _classValidators[n.replayClass];
+        set.push(_word(node, n));
+        n.classSlot = uint32(set.length);
+        emit ClassSetJoined(node, n.replayClass);
+    }
+
+    function _leaveClass(address node, Node storage n) internal {
+        uint256[] storage set = _classValidators[n.replayClass];
+        uint256 idx = n.classSlot - 1;
+        uint256 last = set[set.length - 1];
+        set[idx] = last;
+        _nodes[address(uint160(last))].classSlot = uint32(idx + 1);
+        set.pop();
+        n.classSlot = 0;
+        emit ClassSetLeft(node, n.replayClass);
     }
 
     function _lock(address node, Node storage n, uint256 amount, bool own) internal {

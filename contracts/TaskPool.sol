@@ -128,6 +128,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         StoredUnit storage u = _s.unitIn(unitId, UnitStatus.Open);
         Job storage j = _s.jobs[u.jobId];
         Hardware memory hw = _checkClaimer(unitId, msg.sender, u, j.p);
+        if (j.p.exact) Units.bindClass(_s, registry, unitId, msg.sender);
         // INVARIANT: collateral is locked from free stake before the unit is assigned.
         registry.lock(msg.sender, j.p.collateralPerUnit);
         u.assign(unitId, msg.sender, hw.pricePerUnit, j.commitWindow);
@@ -178,7 +179,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         address[] memory picked = _s.panels[unitId].draw(
             registry,
             seed,
-            j.p.deviceClass,
+            Verdicts.candidateSet(_s, j.p, unitId),
             u.solver,
             _validatorsPerUnit,
             _validatorBond,

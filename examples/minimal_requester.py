@@ -47,6 +47,7 @@ MAX_PRICE = 10 * E18  # per unit
 COLLATERAL = 100 * E18  # solver stake locked per unit
 COMMIT_WINDOW = 3600  # seconds
 DEVICE_CLASS_CPU = 1  # `DEVICE_CLASSES["cpu"]`
+VERIFY_REPRO = 0  # JobParams.verification: the spec's mode, repro (0) or exact (1)
 
 
 # --------------------------------------------------------------------------- content
@@ -194,8 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     escrow = units * (MAX_PRICE + validators_per_unit * validator_fee)
     send(w3, account, token.functions.approve(pool.address, escrow))
 
+    # The spec has no "mode": it is `repro`, so the job's verification is VERIFY_REPRO (0): any validator.
     job_params = (spec_hash, spec_cid, ROUNDS, SHARDS, STEPS, INTERVAL, DEVICE_CLASS_CPU, 64, 0,
-                  MAX_PRICE, COLLATERAL, COMMIT_WINDOW)
+                  MAX_PRICE, COLLATERAL, COMMIT_WINDOW, VERIFY_REPRO)
     receipt = send(w3, account, pool.functions.submitJob(job_params))
     (submitted,) = pool.events.JobSubmitted().process_receipt(receipt)
     job_id = int(submitted["args"]["jobId"])

@@ -29,8 +29,20 @@ PERM_COMPLETED = 4  # recordCompleted / unlockCompleted
 PERM_MISSED = 8  # recordMissed
 PERM_FRAUD = 16  # recordFraud (jails for jailPeriod)
 
-# Device classes as the registry stores them (uint8); exact replay needs the same class.
+# Device classes as the registry stores them (uint8). Exact replay needs more: the same replay class.
 DEVICE_CLASSES: dict[str, int] = {"cpu": 1, "cuda": 2}
+
+# `JobParams.verification` (VERIFY_* in contracts/types/Types.sol): a repro unit is replayed by anyone, an exact
+# unit only within its solver's replay class (`gensyn_py.node.replay_class`).
+VERIFY_REPRO = 0
+VERIFY_EXACT = 1
+VERIFICATION_MODES: dict[str, int] = {"repro": VERIFY_REPRO, "exact": VERIFY_EXACT}
+NO_CLASS = bytes(32)
+
+
+def device_set_key(device_class: int) -> bytes:
+    """The registry's key (`validatorCountIn`) of a device class's validator set; a replay class is its own key."""
+    return device_class.to_bytes(32, "big")
 
 # The shard number of a round's aggregation unit (type(uint32).max in TaskPool).
 AGGREGATION_SHARD = 2**32 - 1
@@ -157,6 +169,7 @@ class JobParams(Struct):
     max_price_per_unit: int
     collateral_per_unit: int
     commit_window: int  # seconds a solver has between claim and commit
+    verification: int = 0  # VERIFY_REPRO: anyone replays; VERIFY_EXACT: only the solver's replay class
 
 
 @dataclass(frozen=True)
@@ -313,6 +326,7 @@ class Dispute(Struct):
     yes_weight: int
     no_weight: int
     seated_weight: int
+    replay_class: bytes  # an exact unit's solver's class, the committee's only set; zero bytes for repro
     members: tuple[str, ...]  # every seat of every round
 
     @property

@@ -73,10 +73,12 @@ interface IDisputeResolver {
         uint256 noWeight
     );
 
-    /// @notice Open a dispute over `unitId` (task pool only); returns its id.
+    /// @notice Open a dispute over `unitId` (task pool only); returns its id. The committee is drawn from the
+    /// validator set of `deviceClass`, or for an `exact` unit (`replayClass` non-zero) of its solver's replay class.
     function openDispute(
         uint256 unitId,
         uint8 deviceClass,
+        bytes32 replayClass,
         address solver,
         address opener
     ) external returns (uint256 disputeId);

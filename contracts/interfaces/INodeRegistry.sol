@@ -40,6 +40,10 @@ interface INodeRegistry {
     error UnsafeUnbondingDelay(uint64 delay, uint64 required);
     /// @notice Thrown when the registry is already wired.
     error AlreadyWired();
+    /// @notice Thrown when a replay class id would collide with a device-class set key (0..255).
+    error InvalidReplayClass(bytes32 replayClass);
+    /// @notice Thrown when `setReplayClass` would not change the node's class.
+    error ReplayClassUnchanged(address node, bytes32 replayClass);
 
     /// @notice A node registered.
     event NodeRegistered(address indexed node, uint8 roles, Hardware hw);
@@ -70,11 +74,21 @@ interface INodeRegistry {
     event Jailed(address indexed node, uint64 until);
     /// @notice A node left jail (`unjail` after its term).
     event Unjailed(address indexed node);
+    /// @notice A node declared its replay class: `replayClass` = keccak256(bytes(description)), 0 = none.
+    event ReplayClassSet(address indexed node, bytes32 indexed replayClass, string description);
+    /// @notice A validator entered its replay class's validator set (it is in its device class's set).
+    event ClassSetJoined(address indexed node, bytes32 indexed replayClass);
+    /// @notice A validator left its replay class's validator set (it left its device set or changed class).
+    event ClassSetLeft(address indexed node, bytes32 indexed replayClass);
     /// @notice A protocol contract was authorized with the permission bits `permissions`.
     event ProtocolAuthorized(address indexed protocol, uint8 permissions);
 
     /// @notice Register with a roles bitmask (SOLVER=1, VALIDATOR=2, CHALLENGER=4) and hardware.
     function register(uint8 roles, Hardware calldata hw) external;
+    /// @notice Declare the node's replay class, what decides `exact`-mode bits (device, driver, libraries):
+    /// the class id is keccak256(bytes(description)); an empty description clears it. `exact` units are
+    /// solved, validated and judged only within one class. A validator moves to the new class's set at once.
+    function setReplayClass(string calldata description) external;
     /// @notice Take the VALIDATOR role and enter the set (needs `minValidatorStake` bonded, not jailed).
     function joinValidatorSet() external;
     /// @notice Drop the VALIDATOR role and leave the validator set (swap-and-pop; O(1)).
@@ -170,6 +184,18 @@ interface INodeRegistry {
     /// @notice Bonded stake at which a validator's draw weight stops growing: below it the odds of being drawn are
     /// proportional to stake, so splitting stake over many addresses gains nothing.
     function weightCap() external view returns (uint256);
+    /// @notice The node's replay class (0 = none declared).
+    function replayClassOf(address node) external view returns (bytes32);
+    /// @notice The node's replay class and how many validators of that class there are besides the node.
+    function classPeers(address node) external view returns (bytes32 replayClass, uint256 others);
+    /// @notice Members of a validator set: `set` 0..255 is that device class's set, any other value the set
+    /// of the replay class with that id.
+    function validatorCountIn(bytes32 set) external view returns (uint256);
+    /// @notice Member at `index` of a validator set (keyed as in `validatorCountIn`), as `validatorEntry` gives it.
+    function validatorEntryIn(
+        bytes32 set,
+        uint256 index
+    ) external view returns (address node, uint256 since, uint256 changedAt, uint256 weight);
     /// @notice Block `node` last entered its validator set (0 when not in it).
     function validatorSince(address node) external view returns (uint256);
 }

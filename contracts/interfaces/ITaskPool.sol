@@ -78,6 +78,12 @@ interface ITaskPool {
     error AlreadyWired();
     /// @notice Thrown when the pool is used before wiring.
     error NotWired();
+    /// @notice Thrown when a solver without a declared replay class claims an `exact` unit.
+    error NoReplayClass(address node);
+    /// @notice Thrown when an `exact` unit is claimed by a solver whose replay class has no other validator.
+    error NoClassValidators(uint256 unitId, bytes32 replayClass);
+    /// @notice Thrown when a node of replay class `have` challenges an `exact` unit bound to class `need`.
+    error WrongReplayClass(address node, bytes32 have, bytes32 need);
 
     /// @notice A job was submitted and its budget escrowed.
     event JobSubmitted(
@@ -93,6 +99,8 @@ interface ITaskPool {
     event JobCompleted(uint256 indexed jobId, uint256 refund);
     /// @notice A unit opened (aggregation units have `isAggregation`).
     event UnitOpened(uint256 indexed unitId, uint256 indexed jobId, uint32 round, uint32 shard, bool isAggregation);
+    /// @notice An `exact` unit was bound at claim to its solver's replay class: only that class validates it.
+    event UnitClassBound(uint256 indexed unitId, address indexed solver, bytes32 indexed replayClass);
     /// @notice A solver claimed a unit.
     event UnitClaimed(uint256 indexed unitId, address indexed solver, uint128 price, uint64 commitDeadline);
     /// @notice A solver missed its commit deadline: `penalty` (of its collateral) went to the requester; unit reopened.

@@ -5,7 +5,7 @@ import {IDisputeResolver} from "../interfaces/IDisputeResolver.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {ITaskPool} from "../interfaces/ITaskPool.sol";
 import {Outcome, PoolParams, UnitStatus} from "../types/Types.sol";
-import {Books, Job, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
+import {Books, Job, JobCore, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
 import {Units} from "./Units.sol";
 import {Segments} from "./Segments.sol";
@@ -62,8 +62,18 @@ library Disputes {
         if (registry.rolesOf(msg.sender) & CHALLENGER == 0 || msg.sender == u.solver) {
             revert ITaskPool.MissingRole(msg.sender, CHALLENGER);
         }
+        if (s.jobs[u.jobId].p.exact) _checkClass(s, registry, unitId);
         // INVARIANT: challenges only inside the window, so payouts after it are final.
         if (block.timestamp > u.deadline) revert ITaskPool.DeadlinePassed(unitId, u.deadline);
+    }
+
+    /// @dev An exact unit is challenged only from its solver's replay class: another class's replay differs in
+    ///      the last bits from honest work, and its challenge would only cost an honest challenger its bond.
+    function _checkClass(PoolState storage s, INodeRegistry registry, uint256 unitId) private view {
+        bytes32 need = s.unitClass[unitId];
+        bytes32 have = registry.replayClassOf(msg.sender);
+        // INVARIANT: an exact unit is judged (validated, challenged, voted on) only within its solver's class.
+        if (have != need) revert ITaskPool.WrongReplayClass(msg.sender, have, need);
     }
 
     /// @notice Unit `unitId` -> Disputed: `opener` (a rejecting validator or a challenger) disputes `segmentIndex`.
@@ -78,7 +88,10 @@ library Disputes {
         u.status = UnitStatus.Disputed;
         u.opener = opener;
         u.disputedSegment = uint16(segmentIndex); // < MAX_SEGMENTS (4096), checked by the callers
-        uint256 id = resolver.openDispute(unitId, s.jobs[u.jobId].p.deviceClass, u.solver, opener);
+        JobCore storage p = s.jobs[u.jobId].p;
+        // INVARIANT: an exact unit's committee comes from its solver's replay class at claim only.
+        bytes32 replayClass = p.exact ? s.unitClass[unitId] : bytes32(0);
+        uint256 id = resolver.openDispute(unitId, p.deviceClass, replayClass, u.solver, opener);
         u.disputeId = id;
         emit ITaskPool.UnitDisputed(unitId, id, opener, segmentIndex);
     }

@@ -3,7 +3,7 @@ pragma solidity ^0.8.24;
 
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {ITaskPool} from "../interfaces/ITaskPool.sol";
-import {Hardware, JobParams, JobStatus, PoolParams, UnitStatus} from "../types/Types.sol";
+import {Hardware, JobParams, JobStatus, PoolParams, UnitStatus, VERIFY_EXACT} from "../types/Types.sol";
 import {Books, Job, JobCore, Panel, Partial, PoolState, StoredUnit, Unit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
 import {Scoring} from "./Scoring.sol";
@@ -59,13 +59,7 @@ library Units {
         uint256 validators,
         uint256 validatorFee
     ) external returns (uint256 jobId, uint256 budget) {
-        if (p.rounds == 0) revert ITaskPool.InvalidJobParams("rounds");
-        if (p.shards == 0) revert ITaskPool.InvalidJobParams("shards");
-        if (p.checkpointInterval == 0 || p.stepsPerUnit == 0 || p.stepsPerUnit % p.checkpointInterval != 0) {
-            revert ITaskPool.InvalidJobParams("steps");
-        }
-        if (p.maxPricePerUnit == 0) revert ITaskPool.InvalidJobParams("maxPricePerUnit");
-        if (p.commitWindow < minCommitWindow) revert ITaskPool.InvalidJobParams("commitWindow");
+        _checkBasics(p, minCommitWindow);
         // INVARIANT: the unit count fits `unopened` (uint32) and no phase opens more units than a block holds.
         if (p.rounds > MAX_ROUNDS) revert ITaskPool.JobParamTooLarge("rounds", p.rounds, MAX_ROUNDS);
         if (p.shards > MAX_SHARDS) revert ITaskPool.JobParamTooLarge("shards", p.shards, MAX_SHARDS);
@@ -95,6 +89,7 @@ library Units {
             shards: p.shards,
             segments: segments,
             deviceClass: p.deviceClass,
+            exact: p.verification == VERIFY_EXACT,
             minMemoryMb: p.minMemoryMb,
             minThroughput: p.minThroughput,
             unopened: uint32(units),
@@ -103,6 +98,33 @@ library Units {
         });
         j.commitWindow = p.commitWindow;
         s.books.escrow(j, budget);
+    }
+
+    /// @notice Bind exact unit `unitId` to its claiming solver's replay class: its validators and any dispute
+    ///         committee are drawn from that class only. Runs only for exact jobs (repro claims never call it).
+    /// @dev Bound at claim, before any randomness of the unit exists, and never re-read from the registry:
+    ///      a solver that changes its class after claiming cannot steer who validates it.
+    function bindClass(PoolState storage s, INodeRegistry registry, uint256 unitId, address solver) external {
+        (bytes32 cls, uint256 others) = registry.classPeers(solver);
+        // INVARIANT: an exact unit is only claimed by a solver whose class has a validator other than itself
+        // (otherwise it could never be verified, and a cross-class validator would convict honest work).
+        if (cls == 0) revert ITaskPool.NoReplayClass(solver);
+        if (others == 0) revert ITaskPool.NoClassValidators(unitId, cls);
+        s.unitClass[unitId] = cls;
+        emit ITaskPool.UnitClassBound(unitId, solver, cls);
+    }
+
+    /// @dev `create`'s field checks: `InvalidJobParams(field)` for a zero count, steps that are not whole
+    ///      segments, a free price, an unknown verification mode or a commit window under the pool's minimum.
+    function _checkBasics(JobParams calldata p, uint64 minCommitWindow) private pure {
+        if (p.rounds == 0) revert ITaskPool.InvalidJobParams("rounds");
+        if (p.shards == 0) revert ITaskPool.InvalidJobParams("shards");
+        if (p.checkpointInterval == 0 || p.stepsPerUnit == 0 || p.stepsPerUnit % p.checkpointInterval != 0) {
+            revert ITaskPool.InvalidJobParams("steps");
+        }
+        if (p.maxPricePerUnit == 0) revert ITaskPool.InvalidJobParams("maxPricePerUnit");
+        if (p.verification > VERIFY_EXACT) revert ITaskPool.InvalidJobParams("verification");
+        if (p.commitWindow < minCommitWindow) revert ITaskPool.InvalidJobParams("commitWindow");
     }
 
     /// @notice The requester cancels active job `jobId`: open units are cancelled; they and the unopened
@@ -155,7 +177,7 @@ library Units {
         u.seedBlock = uint64(block.number);
         // The sweep saw the whole set and nobody was a candidate: admit validators that join from now on.
         // A larger set keeps its frozen candidates, so flooding it with late entrants never seats them.
-        if (registry.validatorCount(s.jobs[u.jobId].p.deviceClass) <= Verdicts.SWEEP_LIMIT) {
+        if (registry.validatorCountIn(Verdicts.candidateSet(s, s.jobs[u.jobId].p, unitId)) <= Verdicts.SWEEP_LIMIT) {
             u.frozenAt = uint32(block.number);
         }
         emit ITaskPool.SeedRolled(unitId, block.number);

@@ -3,7 +3,7 @@ pragma solidity ^0.8.24;
 
 import {DRAW_WEIGHT_SCALE, INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {ITaskPool} from "../interfaces/ITaskPool.sol";
-import {Books, Job, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
+import {Books, Job, JobCore, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
 import {Segments} from "./Segments.sol";
 
@@ -21,13 +21,21 @@ library Verdicts {
     /// @dev Most candidates a draw sweeps after its random picks.
     uint256 internal constant SWEEP_LIMIT = 64;
 
-    /// @dev Draws up to `want` distinct validators of `deviceClass` (not the solver, free stake >= bond, in the
-    ///      set with its current weight since block `frozenAt` or before), locks their bonds and fills the panel's
-    ///      slots. Each pick is kept with probability weight / DRAW_WEIGHT_SCALE (rejection sampling: odds
-    ///      proportional to bonded stake up to the registry's `weightCap`, so twenty one-minimum sybils weigh what
-    ///      one validator with the same total stake weighs). Bounded to 4 * want random picks and a sweep of at
-    ///      most `SWEEP_LIMIT` candidates at the same odds, so fewer may be drawn (the unit then waits and draws
-    ///      again). `gensyn_py/proof/sampler.py` `draw_validators` is the same rule in Python.
+    /// @dev The validator set a unit's validators (and its dispute committee) are drawn from, as a registry set
+    ///      key (`INodeRegistry.validatorCountIn`): the job's device class for a repro unit, the replay class
+    ///      its solver had at claim for an exact unit (only that class replays exact-mode bits identically).
+    function candidateSet(PoolState storage s, JobCore storage p, uint256 unitId) internal view returns (bytes32) {
+        // INVARIANT: an exact unit is only ever judged by validators of its solver's replay class at claim.
+        return p.exact ? s.unitClass[unitId] : bytes32(uint256(p.deviceClass));
+    }
+
+    /// @dev Draws up to `want` distinct validators of the registry set `set` (`candidateSet`; not the solver, free
+    ///      stake >= bond, in the set with its current weight since block `frozenAt` or before), locks their bonds
+    ///      and fills the panel's slots. Each pick is kept with probability weight / DRAW_WEIGHT_SCALE (rejection
+    ///      sampling: odds proportional to bonded stake up to the registry's `weightCap`, so twenty one-minimum
+    ///      sybils weigh what one validator with the same total stake weighs). Bounded to 4 * want random picks
+    ///      and a sweep of at most `SWEEP_LIMIT` candidates at the same odds, so fewer may be drawn (the unit then
+    ///      waits and draws again). `gensyn_py/chain/draw.py` `draw_validators` is the same rule in Python.
     /// @dev `frozenAt` is the unit's claim block, before any randomness of its draw exists: a node that entered
     ///      the set, or whose stake moved, after it is not a candidate, however often the seed is re-targeted, so
     ///      nobody can join, top up, or flood the set to make a draw fail, once the seed is known, to be drawn.
@@ -35,17 +43,17 @@ library Verdicts {
         Panel storage v,
         INodeRegistry registry,
         bytes32 seed,
-        uint8 deviceClass,
+        bytes32 set,
         address solver,
         uint256 want,
         uint256 bond,
         uint256 frozenAt
     ) internal returns (address[] memory picked) {
-        uint256 n = registry.validatorCount(deviceClass);
+        uint256 n = registry.validatorCountIn(set);
         picked = new address[](want);
         uint256 count;
         for (uint256 a; n > 0 && count < want && a < want * 4 + (n < SWEEP_LIMIT ? n : SWEEP_LIMIT); ++a) {
-            address who = _candidate(registry, deviceClass, seed, a, want, n, frozenAt);
+            address who = _candidate(registry, set, seed, a, want, n, frozenAt);
             if (who == address(0) || who == solver || _contains(picked, count, who)) continue;
             if (!registry.tryLock(who, bond)) continue;
             v.slots[count] = uint256(uint160(who));
@@ -200,7 +208,7 @@ library Verdicts {
     ///      attempt's ticket; address(0) otherwise.
     function _candidate(
         INodeRegistry registry,
-        uint8 deviceClass,
+        bytes32 set,
         bytes32 seed,
         uint256 a,
         uint256 want,
@@ -208,7 +216,7 @@ library Verdicts {
         uint256 frozenAt
     ) private view returns (address) {
         (uint256 idx, uint256 ticket) = _pick(seed, a, want, n);
-        (address who, uint256 since, uint256 changedAt, uint256 weight) = registry.validatorEntry(deviceClass, idx);
+        (address who, uint256 since, uint256 changedAt, uint256 weight) = registry.validatorEntryIn(set, idx);
         // INVARIANT: nobody joins, or adds stake, once the seed can be known, to be drawn.
         if (since > frozenAt || changedAt > frozenAt || weight <= ticket) return address(0);
         return who;

@@ -12,7 +12,7 @@ struct Dispute {
     uint8 round; // current round, 0-based
     bool drawn; // the current round's seats are drawn
     bool resolved;
-    uint32 candidates; // validators of the class when the dispute opened: later entrants are never drawn
+    uint32 candidates; // validators of the set when the dispute opened: later entrants are never drawn
     uint64 openBlock;
     uint64 seedBlock; // the current round's seed is blockhash(seedBlock), a block after the round began
     uint64 commitDeadline; // current round: draw and commit until then
@@ -23,6 +23,9 @@ struct Dispute {
     uint256 yesWeight; // revealed "solver honest" weight, all rounds
     uint256 noWeight; // revealed "fraud" weight, all rounds
     uint256 seatedWeight; // weight locked at the draws, all rounds
+    /// @dev An exact unit's: its solver's replay class, the only set its committee is drawn from. Zero for a repro
+    ///      unit (drawn from `deviceClass`'s set), which never writes this slot.
+    bytes32 replayClass;
     address[] members; // every seat of every round, in draw order
 }
 

@@ -33,6 +33,7 @@ struct JobCore {
     uint32 shards;
     uint32 segments; // stepsPerUnit / checkpointInterval
     uint8 deviceClass;
+    bool exact; // verification == VERIFY_EXACT (slot 0's spare bits: read with deviceClass, no extra SLOAD)
     uint32 minMemoryMb;
     uint64 minThroughput;
     uint32 unopened; // units not yet created
@@ -125,4 +126,8 @@ struct PoolState {
     mapping(bytes32 => uint256) challengeSeals;
     /// @dev Latest partial commitment per unit (2 slots; written only by `commitPartial`).
     mapping(uint256 => Partial) partials;
+    /// @dev Exact units only: the solver's replay class, bound at claim. Validators and the dispute committee
+    ///      are drawn from that class's set; a later class change by the solver changes nothing. Repro units
+    ///      never write it (no SSTORE on their honest path).
+    mapping(uint256 => bytes32) unitClass;
 }

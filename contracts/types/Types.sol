@@ -23,7 +23,14 @@ struct JobParams {
     uint128 maxPricePerUnit;
     uint128 collateralPerUnit;
     uint64 commitWindow; // seconds a solver has between claim and commit
+    uint8 verification; // VERIFY_REPRO (0): any machine; VERIFY_EXACT (1): only within the solver's replay class
 }
+
+/// @dev `JobParams.verification`: `repro` units use the project's deterministic kernels, bit-exact on any
+/// machine, so anyone solves, validates and judges them; `exact` units use stock kernels, bit-exact only
+/// between machines of one replay class, so only that class does.
+uint8 constant VERIFY_REPRO = 0;
+uint8 constant VERIFY_EXACT = 1;
 
 enum JobStatus {
     None,

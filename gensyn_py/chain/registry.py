@@ -26,6 +26,11 @@ class NodeRegistry(BoundContract):
         """Register with a roles bitmask (`ROLE_SOLVER | ROLE_VALIDATOR | ...`) and the declared hardware."""
         return self.transact("register", roles, hardware.to_abi())
 
+    def set_replay_class(self, description: str) -> TxReceipt:
+        """Declare the replay class (`gensyn_py.node.replay_class`): its id is keccak256 of `description`, which
+        the `ReplayClassSet` event carries; "" clears it. Reverts `ReplayClassUnchanged` when it is the same."""
+        return self.transact("setReplayClass", description)
+
     def stake(self, amount: int) -> TxReceipt:
         """Add stake, pulled from the caller (approve the registry first)."""
         return self.transact("stake", amount)
@@ -104,6 +109,24 @@ class NodeRegistry(BoundContract):
 
     def validator_at(self, device_class: int, index: int, *, block: Block = "latest") -> str:
         return str(self.call("validatorAt", device_class, index, block=block))
+
+    def replay_class_of(self, node: str, *, block: Block = "latest") -> bytes:
+        """The node's declared replay class id (32 zero bytes: none)."""
+        return bytes(self.call("replayClassOf", node, block=block))
+
+    def class_peers(self, node: str, *, block: Block = "latest") -> tuple[bytes, int]:
+        """(replay class, validators of that class other than `node`): an exact claim needs both non-zero."""
+        cls, others = self.call("classPeers", node, block=block)
+        return bytes(cls), int(others)
+
+    def validator_count_in(self, candidate_set: bytes, *, block: Block = "latest") -> int:
+        """Members of a validator set: a device class's (`device_set_key`) or a replay class's (its id)."""
+        return int(self.call("validatorCountIn", candidate_set, block=block))
+
+    def validator_entry_in(self, candidate_set: bytes, index: int, *, block: Block = "latest") -> ValidatorEntry:
+        """Member `index` of a validator set keyed as in `validator_count_in`, as `validator_entry` gives it."""
+        node, since, changed_at, weight = self.call("validatorEntryIn", candidate_set, index, block=block)
+        return ValidatorEntry(str(node), int(since), int(changed_at), int(weight))
 
     def validator_since(self, node: str, *, block: Block = "latest") -> int:
         """Block `node` last entered its validator set; 0 when not in it."""

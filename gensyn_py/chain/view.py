@@ -112,6 +112,12 @@ class ChainView:
         """The latest block's timestamp: deadlines are in chain time."""
         return int(self.protocol.w3.eth.get_block("latest")["timestamp"])
 
+    def unit_class(self, unit_id: int) -> bytes | None:
+        """The replay class an exact unit was bound to at its latest claim (`UnitClassBound`); None for a repro
+        unit or one never claimed: only nodes of that class replay it bit for bit."""
+        logs = self._logs("UnitClassBound", unitId=unit_id)
+        return bytes(logs[-1]["args"]["replayClass"]) if logs else None
+
     def dispute_of(self, unit_id: int) -> tuple[int, int] | None:
         """(disputeId, segment) of the unit's latest dispute, or None."""
         logs = self._logs("UnitDisputed", unitId=unit_id)

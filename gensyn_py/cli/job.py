@@ -262,7 +262,8 @@ def claim(settings: Settings, key: str | None, keystore: Path | None, password: 
 @click.pass_obj
 def estimate(settings: Settings, spec_path: Path, dataset_file: Path | None, max_price: str,
              deployment: Path | None, hardware: Path | None, token_usd: float | None, as_json: bool) -> None:
-    """Price SPEC: FLOPs, time per hardware class, tokens, and the on-demand cloud equivalent. Offline."""
+    """Price SPEC: FLOPs, time per hardware class, tokens, the on-demand cloud equivalent, and both verification
+    modes (repro, the default, and exact) side by side. Offline."""
     from gensyn_py.devnet.deploy import DEFAULT_PARAMS
     from gensyn_py.requester import estimate as est
     from gensyn_py.requester.amounts import parse_tokens
@@ -279,11 +280,16 @@ def estimate(settings: Settings, spec_path: Path, dataset_file: Path | None, max
 
         raw, source = {**raw, **read_deployment(deployment).get("params", {})}, str(deployment)
     table = est.load_hardware(hardware) if hardware else est.HARDWARE
-    result = est.estimate(spec, parse_tokens(max_price, "--max-price"), PoolParams.from_mapping(raw), table,
-                          token_usd)
+    from gensyn_py.requester import modes
+
+    price, pool = parse_tokens(max_price, "--max-price"), PoolParams.from_mapping(raw)
+    result = est.estimate(spec, price, pool, table, token_usd)
+    both = modes.compare(spec, price, pool, table)
     if as_json:
-        click.echo(json.dumps({**result.to_json(), "poolParams": source}, indent=2))
+        click.echo(json.dumps({**result.to_json(), "mode": spec.mode, "modes": [m.to_json() for m in both],
+                               "poolParams": source}, indent=2))
         return
     console = Console()
     console.print(est.render(result, spec))
+    console.print(modes.render(both, spec.mode))
     console.print(f"pool parameters: {source}")

@@ -29,6 +29,7 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register() -> None:
+    from gensyn_py.cli.classes import nodes
     from gensyn_py.cli.demo import demo
     from gensyn_py.cli.devnet import devnet
     from gensyn_py.cli.job import job
@@ -37,6 +38,7 @@ def _register() -> None:
     cli.add_command(devnet)
     cli.add_command(demo)
     cli.add_command(job)
+    cli.add_command(nodes)
     for role in (solver, validator, challenger):
         cli.add_command(role)
 

@@ -69,6 +69,7 @@ def build_config(settings: Settings, role: str, opts: dict[str, Any], price: int
     from gensyn_py.chain.contracts import ProtocolContracts
     from gensyn_py.node.hardware import measure
     from gensyn_py.node.metrics import DaemonMetrics
+    from gensyn_py.node.replay_class import measure as measure_class
     from gensyn_py.node.role import E18, NodeConfig
     from gensyn_py.node.state import DaemonState
     from gensyn_py.storage.factory import open_store
@@ -87,7 +88,7 @@ def build_config(settings: Settings, role: str, opts: dict[str, Any], price: int
         protocol=protocol, account=account, store=open_store(settings.store),
         state=DaemonState(state_dir / "state.sqlite"), hardware=measure(price_per_unit=price),
         stake=int(opts["stake_tokens"] * E18), poll_interval=opts["poll_interval"],
-        confirmations=opts["confirmations"], metrics=metrics,
+        confirmations=opts["confirmations"], metrics=metrics, replay_class=measure_class(),
     )
     return config, state_dir
 

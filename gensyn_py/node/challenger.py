@@ -76,7 +76,16 @@ class ChallengerDaemon(NodeDaemon):
         k = min(self.max_segments, max(1, math.ceil(self.audit_fraction * len(unchecked))))
         return sorted(self._rng.sample(unchecked, k))
 
+    def _same_class(self, unit: Unit) -> bool:
+        """An exact unit is replayed bit for bit only on its solver's replay class: another class would find
+        honest work different, and the contract refuses its challenge (`WrongReplayClass`)."""
+        bound = self.view.unit_class(unit.unit_id)
+        return bound is None or bound == self.registry.replay_class_of(self.address)
+
     def _audit(self, unit: Unit) -> None:
+        if not self._same_class(unit):
+            self.unfollow("audit", unit.unit_id)
+            return
         epoch = unit.seed.hex()[:16]
         key = f"audited:{unit.unit_id}:{epoch}"
         if self.state.get(key) is not None:

@@ -28,6 +28,7 @@ from gensyn_py.node.daemon import Daemon
 from gensyn_py.node.hardware import HardwareProfile
 from gensyn_py.node.metrics import DaemonMetrics
 from gensyn_py.node.quarantine import CRASHES_BEFORE_QUARANTINE, Quarantine, is_network_error
+from gensyn_py.node.replay_class import ReplayClass, short
 from gensyn_py.node.state import DaemonState
 from gensyn_py.proof.content import JobContent
 from gensyn_py.storage.base import ContentStore
@@ -56,6 +57,8 @@ class NodeConfig:
     poll_interval: float = 0.5
     confirmations: int = 0
     metrics: DaemonMetrics | None = None
+    # What decides this machine's exact-mode bits (node/replay_class.py); None: declare no class (no exact units).
+    replay_class: ReplayClass | None = None
 
 
 class NodeDaemon(Daemon):
@@ -97,6 +100,7 @@ class NodeDaemon(Daemon):
             self.once(("register",), lambda: self.registry.register(self.role_bits, hw.declared()),
                       already_done=lambda: self.registry.roles_of(self.address) != 0)
             self.log.info("node.registered", roles=self.role_bits, hardware=hw.describe())
+        self.sync_replay_class()
         for spender in (self.registry.address, self.pool.address):
             if self.token.allowance(self.address, spender) < 2**255:
                 self.token.approve(spender, 2**256 - 1)
@@ -110,6 +114,20 @@ class NodeDaemon(Daemon):
         self.check_standing()
         self.metrics.set_earnings(int(self.state.get("earned", 0)) / E18)
         warm_up()
+
+    def sync_replay_class(self) -> None:
+        """Declare the measured replay class on chain when it differs from the registered one (new node, new
+        driver, torch upgrade...): exact units are solved, validated and judged only within one class."""
+        rc = self.config.replay_class
+        if rc is None:
+            return
+        self.log.info("node.replay_class", replay_class=rc.summary(), description=rc.description)
+        registered = self.registry.replay_class_of(self.address)
+        if registered == rc.class_id:
+            return
+        self.once(("replay_class", rc.class_id.hex()), lambda: self.registry.set_replay_class(rc.description),
+                  already_done=lambda: self.registry.replay_class_of(self.address) == rc.class_id)
+        self.log.info("node.replay_class_set", replay_class=short(rc.class_id), was=short(registered))
 
     def check_standing(self) -> None:
         """Leave jail if the term is over; refuse to run a validator that could never be drawn.

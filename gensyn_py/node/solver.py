@@ -33,7 +33,16 @@ from gensyn_py.node.daemon import Handler, Triage
 from gensyn_py.node.preflight import check_shape, preflight
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.commitment import Manifest, UnitCommitment
-from gensyn_py.types import AGGREGATION_SHARD, DEVICE_CLASSES, ROLE_SOLVER, JobParams, PartialRef, Unit, UnitStatus
+from gensyn_py.types import (
+    AGGREGATION_SHARD,
+    DEVICE_CLASSES,
+    NO_CLASS,
+    ROLE_SOLVER,
+    JobParams,
+    PartialRef,
+    Unit,
+    UnitStatus,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -64,6 +73,7 @@ class SolverDaemon(NodeDaemon):
         self.device = device
         self.partial_every = partial_every  # segments between partial commits; None: a quarter; 0: never
         self._fit: dict[int, tuple[JobParams | None, int | None]] = {}  # job -> preflight passed (params, segments)
+        self._exact: dict[int, bool] = {}  # job -> its spec is mode exact (set by `preflight`)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -132,6 +142,8 @@ class SolverDaemon(NodeDaemon):
             if not fit:
                 self.unfollow("open", unit_id)  # another device class: not for us
                 continue
+            if not self._class_can_verify(unit):
+                continue  # exact unit, and no other validator of this node's class (yet): the claim would revert
             if not self.pool.claim_score(self.address, unit_id).eligible:
                 continue  # the required score falls over the claim window; try again next cycle
             if self._claim(unit):
@@ -148,6 +160,9 @@ class SolverDaemon(NodeDaemon):
         spec = self.content.spec(unit.job_id)
         if DEVICE_CLASSES[spec.hardware.device_class] != DEVICE_CLASSES[self.config.hardware.device_class]:
             return False
+        if spec.mode == "exact" and self.config.replay_class is None:
+            return False  # exact units go to a solver's replay class; this node declares none
+        self._exact[unit.job_id] = spec.mode == "exact"
         if unit.job_id not in self._fit:
             params = self.job_params(unit.job_id)
             segments = None if unit.shard == AGGREGATION_SHARD else self.pool.num_segments(unit.unit_id)
@@ -160,6 +175,13 @@ class SolverDaemon(NodeDaemon):
         params, segments = self._fit[unit.job_id]
         check_shape(spec, unit, None if unit.shard == AGGREGATION_SHARD else segments, params)
         return True
+
+    def _class_can_verify(self, unit: Unit) -> bool:
+        """An exact unit is claimable only with another validator of this node's replay class on chain."""
+        if not self._exact.get(unit.job_id, False):  # set by `preflight`, which ran first
+            return True
+        cls, others = self.registry.class_peers(self.address)
+        return cls != NO_CLASS and others > 0
 
     def job_params(self, job_id: int) -> JobParams | None:
         """The job's `submitJob` parameters, decoded from its transaction (None if sent another way)."""

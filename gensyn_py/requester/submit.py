@@ -19,7 +19,7 @@ from gensyn_py.requester.amounts import format_tokens
 from gensyn_py.requester.errors import InsufficientFunds, SubmitError
 from gensyn_py.requester.pricing import UINT128_MAX, Offer, check_collateral, check_shape, escrow_for, unit_count
 from gensyn_py.requester.validate import validate_job
-from gensyn_py.types import DEVICE_CLASSES, JobParams, PoolParams
+from gensyn_py.types import DEVICE_CLASSES, VERIFICATION_MODES, JobParams, PoolParams
 
 if TYPE_CHECKING:
     from gensyn_py.requester.session import Requester
@@ -62,6 +62,7 @@ def job_params(spec: JobSpec, spec_cid: str, offer: Offer) -> JobParams:
         device_class=DEVICE_CLASSES[spec.hardware.device_class], min_memory_mb=spec.hardware.min_memory_mb,
         min_throughput=offer.min_throughput, max_price_per_unit=offer.max_price_per_unit,
         collateral_per_unit=offer.collateral_per_unit, commit_window=offer.commit_window,
+        verification=VERIFICATION_MODES[spec.mode],
     )
 
 

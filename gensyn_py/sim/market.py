@@ -62,7 +62,6 @@ def digits_job_spec(dataset: dict[str, Any], rounds: int, shards: int, steps: in
         "seed": seed,
         "rounds": rounds,
         "shards": shards,
-        "mode": "exact",
         "threads": 1,
         "hardware": {"device_class": "cpu", "min_memory_mb": 64},
         "dataset": dataset,

@@ -96,7 +96,9 @@ class JobSpec(_Strict):
     seed: int = Field(ge=0, lt=2**63)
     rounds: int = Field(default=1, gt=0, le=MAX_ROUNDS)
     shards: int = Field(default=1, gt=0, le=MAX_SHARDS)
-    mode: Literal["exact", "repro"] = "exact"
+    # `repro` (deterministic kernels) is bit-exact on any machine, so it is honest on a network of mixed hardware;
+    # `exact` (stock kernels, faster) is bit-exact only within one replay class (gensyn_py/node/replay_class.py).
+    mode: Literal["exact", "repro"] = "repro"
     threads: int = Field(default=1, gt=0, le=256)
     hardware: HardwareSpec = Field(default_factory=HardwareSpec)
     dataset: DatasetSpec

@@ -164,6 +164,7 @@ class Protocol:
             "maxPricePerUnit": 200 * E18,
             "collateralPerUnit": 300 * E18,
             "commitWindow": 60,
+            "verification": 0,
         }
         p.update(kw)
         return tuple(p.values())
@@ -232,6 +233,7 @@ class Protocol:
             "yesWeight",
             "noWeight",
             "seatedWeight",
+            "replayClass",
             "members",
         ]
         return dict(zip(keys, d, strict=True))

@@ -16,8 +16,11 @@ from tests.contracts.test_registry import expect
 
 ROOT = Path(__file__).resolve().parents[2]
 ERROR_RE = re.compile(r"^\s*error\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", re.MULTILINE)
-# Errors no test can reach, each with the reason. Empty: every declared error is reached.
-UNREACHABLE: dict[str, str] = {}
+# Errors no test can reach, each with the reason.
+UNREACHABLE: dict[str, str] = {
+    "InvalidReplayClass": "a class id is keccak256 of a non-empty description: one below 256 needs a preimage of "
+    "a hash with 248 leading zero bits",
+}
 
 
 def declared_errors() -> set[str]:

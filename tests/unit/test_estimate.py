@@ -158,3 +158,27 @@ def test_estimate_rejects_a_bad_spec(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["job", "estimate", str(spec)])
     assert result.exit_code == 1
     assert "checkpoint_interval 3 must divide steps_per_unit 8" in result.stderr
+
+
+def test_estimate_shows_both_verification_modes_side_by_side(tmp_path: Path) -> None:
+    """repro (the default) and exact: the same tokens, repro `repro_slowdown` times slower, exact replayed only
+    within the solver's replay class."""
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({k: v for k, v in spec_dict("mlp").items() if k != "mode"}))  # the default mode
+    env = {"GENSYN_DEPLOYMENTS_DIR": str(tmp_path), "GENSYN_CHAIN_ID": "", "GENSYN_RPC_URL": "http://127.0.0.1:9"}
+    table = CliRunner().invoke(cli, ["job", "estimate", str(spec)], env=env)
+    assert table.exit_code == 0, table.output
+    assert "repro *" in table.output and "exact" in table.output and "this spec's mode" in table.output
+    assert "solver's replay class" in " ".join(table.output.split())
+    data = json.loads(CliRunner().invoke(cli, ["job", "estimate", str(spec), "--json"], env=env).output)
+    assert data["mode"] == "repro"
+    repro, exact = data["modes"]
+    assert (repro["mode"], exact["mode"]) == ("repro", "exact") and repro["hardware"] == exact["hardware"] == "cpu"
+    cpu = next(h for h in HARDWARE if h.name == "cpu")
+    assert repro["unitS"] == pytest.approx(exact["unitS"] * cpu.repro_slowdown)
+
+
+def test_a_spec_without_a_mode_is_repro() -> None:
+    d = spec_dict("mlp")
+    d.pop("mode", None)
+    assert parse_spec(d).mode == "repro"

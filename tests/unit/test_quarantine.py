@@ -25,6 +25,7 @@ from gensyn_py.node.daemon import Daemon
 from gensyn_py.node.hardware import HardwareProfile
 from gensyn_py.node.metrics import DaemonMetrics
 from gensyn_py.node.quarantine import Quarantine, backoff
+from gensyn_py.node.replay_class import ReplayClass
 from gensyn_py.node.solver import SolverDaemon
 from gensyn_py.node.state import DaemonState
 from gensyn_py.train.data import Dataset
@@ -34,6 +35,9 @@ from tests.unit.test_daemon_solver_claim import ME, Events, open_unit
 from tests.unit.trainkit import digits_flat, tiny_spec
 
 HW = HardwareProfile("cpu", 8_000, 5_000)
+
+
+CLASS = ReplayClass({"device": "cpu", "torch": "test"})
 
 
 class Clock:
@@ -99,6 +103,10 @@ class World:
     def claim_score(self, node: str, unit_id: int) -> ClaimScore:
         return ClaimScore(score=1, required=0)
 
+    # NodeRegistry: this node's replay class has another validator (exact units are claimable)
+    def class_peers(self, node: str) -> tuple[bytes, int]:
+        return CLASS.class_id, 1
+
     def claim(self, unit_id: int) -> str:
         self.claims.append(unit_id)
         self.units[unit_id] = dataclasses.replace(self.units[unit_id], status=UnitStatus.ASSIGNED, solver=ME)
@@ -113,9 +121,11 @@ def solver(state: DaemonState, world: World, clock: Clock) -> tuple[SolverDaemon
     d.view = world  # type: ignore[assignment]
     d.content = world  # type: ignore[assignment]
     d.pool = world  # type: ignore[assignment]
-    d.config = type("Config", (), {"hardware": HW})()  # type: ignore[assignment]
+    d.registry = world  # type: ignore[assignment]
+    d.config = type("Config", (), {"hardware": HW, "replay_class": CLASS})()  # type: ignore[assignment]
     d.quarantine = Quarantine(state, clock=clock)
     d._fit = {}
+    d._exact = {}
     d.job_params = lambda job: world.params.get(job)  # type: ignore[method-assign]
     events = Events()
     d.log = events  # type: ignore[assignment]

@@ -29,7 +29,7 @@ class FakeCommittee:
 
     def __init__(self) -> None:
         self.d = Dispute(5, 9, "0x" + "33" * 20, "0x" + "44" * 20, 1, 0, True, False, 10, 1, 2, 100, 200, 0, 0, 0,
-                         0, 0, 100, (ME, OTHER))
+                         0, 0, 100, bytes(32), (ME, OTHER))
         self.commitments: dict[str, bytes] = {}
         self.votes: dict[str, bool] = {}
         self.now = 50
