@@ -10,6 +10,9 @@ Prints a per-action table, then ONE JSON line (last) with:
   dispute_gas_by_action  a committee dispute over an honest unit that a validator wrongly rejects: the
                       rejecting revealVerdict (it opens the dispute), drawCommittee (3 seats, each locking its bond),
                       each commitVote and revealVote, and resolve (settles the unit and the members)
+  availability_gas_by_action  the data-availability paths (bench/availability_gas.py): a validator's
+                      "unavailable" report, the solver's answer, the answered validator's reveal, a requester's
+                      claim and its answer, and closeVerdicts slashing a solver that left reports unanswered
   taskpool_runtime_bytes  deployed (runtime) code size of TaskPool, read from the chain (limit 24,576;
                       the linked libraries' code is not in it: their sizes are printed in the table)
 The 1x1 job is the first job on a fresh deployment (cold: first credit slot of every account); the same job
@@ -35,6 +38,7 @@ from eth_account.signers.local import LocalAccount  # noqa: E402
 from eth_utils import keccak  # noqa: E402
 from web3 import Web3  # noqa: E402
 
+from bench.availability_gas import play_availability  # noqa: E402
 from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
 from tests.contracts.flows import vote_salt  # noqa: E402
@@ -160,6 +164,7 @@ def main() -> None:
         job_4x4 = play_job(p, requester, solver, keeper, rounds=4, shards=4)
         units_4x4 = 4 * 4 + 4
         dispute = play_dispute(p, requester, solver, keeper)
+        availability = play_availability(p, requester, solver, keeper)  # last: it jails the solver
 
     by_action: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -179,8 +184,11 @@ def main() -> None:
     print("a committee dispute (3 members, all reveal; an honest unit wrongly rejected)")
     for label, gas in dispute.items():
         print(f"{label:<42}{gas:>12,}")
+    print("data availability (a report answered, a requester claim answered, reports left unanswered)")
+    for label, gas in availability.items():
+        print(f"{label:<42}{gas:>12,}")
     print(f"TaskPool runtime code on chain: {runtime_bytes:,} bytes (limit 24,576)")
-    for name in ("TaskPool", "Units", "Disputes", "NodeRegistry", "DisputeCommittee"):
+    for name in ("TaskPool", "Units", "Disputes", "DataAvailability", "NodeRegistry", "DisputeCommittee"):
         if name in sizes:
             print(f"{name} deployed bytecode: {sizes[name]:,} bytes (limit 24,576)")
     print(f"runtime {time.time() - t0:.1f}s")
@@ -190,6 +198,7 @@ def main() -> None:
         "job_4x4_gas": job_4x4,
         "gas_by_action": by_action,
         "dispute_gas_by_action": dispute,
+        "availability_gas_by_action": availability,
         "taskpool_runtime_bytes": runtime_bytes,
         "note": "claimCredit not included",
     }

@@ -147,6 +147,11 @@ library Disputes {
         uint256 pot
     ) private returns (uint256) {
         (address who, uint8 st) = s.panels[unitId].at(i);
+        if (st == Verdicts.UNAVAILABLE || st == Verdicts.ANSWERED) {
+            // Reported the data unavailable: the dispute supersedes the report, which costs nobody anything.
+            Verdicts.releaseNoShow(s, registry, unitId, i, false);
+            return pot;
+        }
         if (outcome == Outcome.SolverFraud && onDisputed && st != Verdicts.REJECT && st != Verdicts.NONE) {
             // Accepted the proven fraud, or sealed a verdict on it and kept it hidden to the end.
             pot += _slashValidator(s, registry, who);

@@ -3,7 +3,7 @@ pragma solidity ^0.8.24;
 
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {ITaskPool} from "../interfaces/ITaskPool.sol";
-import {Hardware, JobParams, JobStatus, PoolParams, UnitStatus} from "../types/Types.sol";
+import {Hardware, JobParams, JobStatus, UnitStatus} from "../types/Types.sol";
 import {Books, Job, JobCore, Panel, PoolState, StoredUnit, Unit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
 import {Scoring} from "./Scoring.sol";
@@ -151,19 +151,6 @@ library Units {
         reopen(s, unitId, u, j);
     }
 
-    /// @notice After the reveal deadline of committed unit `unitId`: validators that did not reveal are
-    ///         penalised and skipped, and the unit is verified on the verdicts it has.
-    function close(PoolState storage s, INodeRegistry registry, uint256 unitId) external {
-        StoredUnit storage u = unitIn(s, unitId, UnitStatus.Committed);
-        if (!u.drawn) revert ITaskPool.NotDrawn(unitId);
-        PoolParams storage c = s.params;
-        uint64 revealDeadline = u.commitDeadline + c.revealWindow;
-        // INVARIANT: no-shows are penalised only once the reveal window has closed.
-        if (block.timestamp <= revealDeadline) revert ITaskPool.DeadlineNotReached(unitId, revealDeadline);
-        Verdicts.penaliseNoShows(s, registry, unitId, u);
-        verify(u, unitId, c.challengeWindow);
-    }
-
     /// @notice Claim score of `node` for `unitId` and the score currently required.
     function claimScore(
         PoolState storage s,
@@ -264,6 +251,7 @@ library Units {
         // The next solver starts from nothing of this attempt: no root to recommit, no seed to reuse.
         u.checkpointRoot = bytes32(0);
         u.seed = bytes32(0);
+        delete s.avail[unitId]; // reports and claims were about the failed attempt
         if (j.status == JobStatus.Cancelled) {
             u.status = UnitStatus.Cancelled;
             emit ITaskPool.UnitCancelled(unitId);
