@@ -36,3 +36,12 @@ def test_honest_data_is_found_and_answered_with_leaves_in_the_root(tmp_path: Pat
     assert last.end_hash == c.final_state_hash
     assert segment_leaf(seg.index, seg.start_hash, seg.end_hash, seg.transcript_commit) in c.manifest.leaves()
     assert c.manifest.checkpoint_cids[-1] in cids and c.manifest_cid in cids
+
+
+def test_an_answer_round_trips_its_abi_encoding() -> None:
+    from gensyn_py.chain.pool import decode_answer, encode_answer
+    from gensyn_py.types import SegmentLeaf
+
+    seg = SegmentLeaf(2, b"\x01" * 32, b"\x02" * 32, b"\x03" * 32, (b"\x04" * 32, b"\x05" * 32))
+    last = SegmentLeaf(3, b"\x02" * 32, b"\x06" * 32, b"\x07" * 32, ())
+    assert decode_answer(encode_answer(seg, last, '{"final": "bafy"}')) == (seg, last, '{"final": "bafy"}')
