@@ -35,6 +35,9 @@ library Disputes {
         }
         // INVARIANT: challenges only inside the window, so payouts after it are final.
         if (block.timestamp > u.deadline) revert ITaskPool.DeadlinePassed(unitId, u.deadline);
+        // INVARIANT: a dispute never cuts short the requester's pending unavailability claim (settled honest,
+        // it would pay a solver that never answered it); the window reopens once the solver answers.
+        if (s.avail[unitId].claimPending) revert ITaskPool.DeadlineNotReached(unitId, s.avail[unitId].answerBy);
         uint256 segs = Units.numSegments(s, u);
         if (segmentIndex >= segs) revert ITaskPool.BadSegment(unitId, segmentIndex, segs);
         bond = s.params.challengeBond;

@@ -159,7 +159,7 @@ class ValidatorDaemon(NodeDaemon):
             return dict(kept)
         segment = int(task["segment"])
         started = time.perf_counter()
-        missing = self._missing(unit, segment)
+        missing = self.missing(unit, segment)
         if missing is not None:  # nothing to replay or prove: seal "unavailable", the solver must answer
             verdict = Verdict(False, segment, UNAVAILABLE_MARK, f"unavailable: {missing}")
         else:
@@ -229,7 +229,7 @@ class ValidatorDaemon(NodeDaemon):
         self.log.info("verdict.reported_unavailable", unit=unit.unit_id, segment=sealed["segment"],
                       reason=sealed["reason"])
 
-    def _missing(self, unit: Unit, segment: int) -> str | None:
+    def missing(self, unit: Unit, segment: int) -> str | None:
         """What of the unit's data cannot be fetched: manifest, `segment`'s start checkpoint, final checkpoint."""
         commitment = self.view.commitment(unit.unit_id)
         return None if commitment is None else missing_data(self.content.store, commitment.manifest_cid, segment)
@@ -277,7 +277,7 @@ class ValidatorDaemon(NodeDaemon):
         kept = self.state.get(key)
         if kept is not None:
             return dict(kept)
-        missing = self._missing(unit, segment)
+        missing = self.missing(unit, segment)
         verdict = Verdict(False, segment, None, f"still unavailable: {missing}") if missing else \
             self.replay(unit, segment)
         out = {"accept": verdict.accept, "transcript": "0x" + (verdict.transcript_hash or bytes(32)).hex(),

@@ -51,3 +51,15 @@ class LazyValidator(ValidatorDaemon):
 
     def replay(self, unit: Unit, segment: int) -> Verdict:
         return Verdict(True, segment, secrets.token_bytes(32), "accepted without replaying")
+
+
+class FalseReporter(ValidatorDaemon):
+    """Reports each unit's data unavailable although it is there (a false report), then, once the solver has
+    answered, replays and reveals honestly: it can only cost the solver an answer, never gain beyond its fee."""
+
+    def missing(self, unit: Unit, segment: int) -> str | None:
+        key = f"false-report:{unit.unit_id}:{unit.commit_deadline}"
+        if self.state.get(key) is None:
+            self.state.put(key, True)
+            return "pretended missing (a false report)"
+        return super().missing(unit, segment)

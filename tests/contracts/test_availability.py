@@ -25,7 +25,7 @@ from gensyn_py.types import (
     SegmentLeaf,
 )
 from tests.contracts.flows import claim_and_commit, commit_verdicts, reveal
-from tests.contracts.helpers import COMMITTED, FINAL, OPEN, VERIFIED, Protocol, Work, transcript_commit
+from tests.contracts.helpers import CHALLENGER, COMMITTED, FINAL, OPEN, VERIFIED, Protocol, Work, transcript_commit
 from tests.contracts.test_fair_slashing import _holdings
 from tests.contracts.test_registry import expect
 
@@ -188,6 +188,8 @@ def test_requester_claim_unanswered_slashes_the_solver_and_makes_the_requester_w
     p.check_conservation()
     (ev,) = p.events(rc, p.pool, "UnavailabilityClaimed")
     expect(p, "AlreadyClaimed", requester, p.pool.functions.claimUnavailable(1))
+    p.node(p.accounts[9], CHALLENGER)  # an accomplice's dispute cannot cut the claim short
+    expect(p, "DeadlineNotReached", p.accounts[9], p.pool.functions.challenge(1, 0))
     expect(p, "DeadlineNotReached", p.accounts[9], p.pool.functions.closeVerdicts(1))
     p.advance(p.params["challengeWindow"] + 1)
     expect(p, "DeadlineNotReached", p.accounts[9], p.pool.functions.finalize(1))  # the claim holds the payout

@@ -113,3 +113,34 @@ def test_a_solver_withholding_its_data_is_slashed_and_an_honest_one_delivers(
     assert lines == [f"unit {done.unit_id}: model available and verified"]
     net.check_alive()
     assert_conservation(net)
+
+
+def test_a_false_report_is_answered_by_the_honest_solver_and_earns_the_reporter_nothing_extra(
+    market: LocalNetwork, tmp_path: Path
+) -> None:
+    net = market
+    start = int(net.w3.eth.block_number)
+    liar = net.nodes["validator-2"]
+    net.restart("validator-2", "--false-report")  # reports every unit's data missing once, though it is there
+    pool = protocol(net)["TaskPool"]
+    names = ("solver-1", "solver-2", "validator-1", "validator-2")
+    before = {name: _holdings(net, net.nodes[name].account.address) for name in names}
+    try:
+        job = submit(net, steps=STEPS, seed=41, commit_window=WINDOW)
+        wait_job(net, job, timeout=240)
+    finally:
+        liar.args = [a for a in liar.args if a != "--false-report"]
+        net.restart("validator-2")
+    reported = pool.events["UnavailabilityReported"]().get_logs(from_block=start)
+    answered = pool.events["UnavailabilityAnswered"]().get_logs(from_block=start)
+    assert [e["args"]["validator"] for e in reported] == [liar.account.address]
+    assert len(answered) == 1  # the honest solver's daemon answered on its own
+    assert slashes(net, start) == []  # nobody slashed: the solver answered, the reporter then revealed
+    fee = protocol(net).pool().params().validator_fee
+    assert _holdings(net, liar.account.address) <= before["validator-2"] + fee  # at most its normal fee
+    solvers = sum(_holdings(net, net.nodes[n].account.address) - before[n] for n in ("solver-1", "solver-2"))
+    assert solvers > 0  # the honest solver was paid its price
+    req = Requester(protocol(net), open_store(net.store_spec), net.account(1))
+    assert download_model(req, job, tmp_path / "model.safetensors").size > 0
+    net.check_alive()
+    assert_conservation(net)
