@@ -23,6 +23,7 @@ from gensyn_py.requester.session import Requester
 from gensyn_py.sim.localnet import LocalNetwork, wait_until
 from gensyn_py.sim.market import COLLATERAL, Market, NodeSpec
 from gensyn_py.storage.factory import open_store
+from gensyn_py.storage.local import LocalStore
 from gensyn_py.types import Reputation, UnitStatus
 from tests.integration.ipfs_daemon import JsIpfsDaemon
 from tests.integration.market_kit import assert_conservation, protocol, slashes, start_market, submit, wait_job
@@ -144,3 +145,43 @@ def test_a_false_report_is_answered_by_the_honest_solver_and_earns_the_reporter_
     assert download_model(req, job, tmp_path / "model.safetensors").size > 0
     net.check_alive()
     assert_conservation(net)
+
+
+def test_a_model_deleted_after_verification_is_claimed_by_the_requester_and_its_solver_slashed(
+    tmp_path: Path
+) -> None:
+    """The requester's side of attack 9: the model disappears once the validators checked it. The requester's
+    tooling fetches it while the unit is Verified, fails, and claims; the solver cannot answer (its copy is gone)
+    and is slashed; another solver delivers. Its own small market on a local store, where deleting is easy."""
+    net = start_market(tmp_path / "net", nodes={"solver-1": ("solver", 2), "solver-2": ("solver", 3),
+                       "validator-1": ("validator", 4), "validator-2": ("validator", 5)},
+                       verdictCommitWindow=30, revealWindow=20, challengeWindow=60)
+    try:
+        start = int(net.w3.eth.block_number)
+        view = ChainView(protocol(net))
+        job = submit(net, steps=STEPS, seed=51, commit_window=WINDOW)
+        unit_id = view.unit_ids(job)[0]
+        wait_until(lambda: view.unit(unit_id).status is UnitStatus.VERIFIED, 180, "the unit to be verified",
+                   on_wait=net.check_alive)
+        unit = view.unit(unit_id)
+        solver = unit.solver
+        req = Requester(protocol(net), open_store(net.store_spec), net.account(1))
+        final_cid = req.content.result(unit).cid
+        LocalStore(net.store_spec.removeprefix("local:")).path_for(final_cid).unlink()  # the solver deletes it
+        lines: list[str] = []
+        guard = ModelGuard(req, job, say=lines.append)
+        guard.check(view.unit(unit_id))
+        assert guard.claims == [unit_id], lines
+        assert protocol(net).pool().availability(unit_id).claim_pending
+        wait_until(lambda: slashes(net, start) and view.unit(unit_id).status is not UnitStatus.VERIFIED, 120,
+                   "the solver to be slashed for the unanswered claim", on_wait=net.check_alive)
+        wait_job(net, job, timeout=240)
+        assert slashes(net, start) == [(solver, COLLATERAL)]
+        assert view.unit(unit_id).solver != solver
+        assert download_model(req, job, tmp_path / "model.safetensors").size > 0
+        for name in ("validator-1", "validator-2"):
+            assert not protocol(net).registry().is_jailed(net.nodes[name].account.address)
+        net.check_alive()
+        assert_conservation(net)
+    finally:
+        net.stop()
