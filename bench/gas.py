@@ -15,6 +15,9 @@ Prints a per-action table, then ONE JSON line (last) with:
                       slots already written); an honest solver that never commits partially pays none of it
   replay_class_gas    the 1x1 job, warm, in repro then exact mode with every node of one replay class: lifecycle,
                       claim and drawValidators gas of each (exact binds the unit to the solver's class at claim)
+  availability_gas_by_action  the data-availability paths (bench/availability_gas.py): a validator's
+                      "unavailable" report, the solver's answer, the answered validator's reveal, a requester's
+                      claim and its answer, and closeVerdicts slashing a solver that left reports unanswered
   taskpool_runtime_bytes  deployed (runtime) code size of TaskPool, read from the chain (limit 24,576;
                       the linked libraries' code is not in it: their sizes are printed in the table)
 The 1x1 job is the first job on a fresh deployment (cold: first credit slot of every account); the same job
@@ -41,6 +44,7 @@ from eth_utils import keccak  # noqa: E402
 from web3 import Web3  # noqa: E402
 
 from gensyn_py.crypto.merkle import merkle_root  # noqa: E402
+from bench.availability_gas import play_availability  # noqa: E402
 from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
 from tests.contracts.flows import vote_salt  # noqa: E402
@@ -200,6 +204,7 @@ def main() -> None:
         dispute = play_dispute(p, requester, solver, keeper)
         partials = play_partials(p, requester, solver)
         exact = play_exact(p, requester, solver, keeper)
+        availability = play_availability(p, requester, solver, keeper)  # last: it jails the solver
 
     by_action: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -223,8 +228,11 @@ def main() -> None:
     print("the 1x1 job again, warm, every node of one replay class: repro vs exact")
     for label, gas in exact.items():
         print(f"{label:<42}{gas:>12,}")
+    print("data availability (a report answered, a requester claim answered, reports left unanswered)")
+    for label, gas in availability.items():
+        print(f"{label:<42}{gas:>12,}")
     print(f"TaskPool runtime code on chain: {runtime_bytes:,} bytes (limit 24,576)")
-    for name in ("TaskPool", "Units", "Disputes", "NodeRegistry", "DisputeCommittee"):
+    for name in ("TaskPool", "Units", "Disputes", "DataAvailability", "NodeRegistry", "DisputeCommittee"):
         if name in sizes:
             print(f"{name} deployed bytecode: {sizes[name]:,} bytes (limit 24,576)")
     print(f"runtime {time.time() - t0:.1f}s")
@@ -236,6 +244,7 @@ def main() -> None:
         "dispute_gas_by_action": dispute,
         "partial_commit_gas": partials,
         "replay_class_gas": exact,
+        "availability_gas_by_action": availability,
         "taskpool_runtime_bytes": runtime_bytes,
         "note": "claimCredit not included",
     }

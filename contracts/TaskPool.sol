@@ -9,7 +9,8 @@ import {IDisputeResolver} from "./interfaces/IDisputeResolver.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {ITaskPool} from "./interfaces/ITaskPool.sol";
 import {Hardware, JobParams, JobStatus, Outcome, PoolParams, UnitStatus} from "./types/Types.sol";
-import {Books, Job, JobCore, Panel, Partial, PoolState, StoredUnit, Unit} from "./types/Pool.sol";
+import {Availability, Books, Job, JobCore, Panel, Partial, PoolState, StoredUnit, Unit} from "./types/Pool.sol";
+import {DataAvailability} from "./libraries/DataAvailability.sol";
 import {Disputes} from "./libraries/Disputes.sol";
 import {Ledger} from "./libraries/Ledger.sol";
 import {Scoring} from "./libraries/Scoring.sol";
@@ -223,8 +224,21 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         // A dispute opened by another validator's reject does not silence the rest: every sealed verdict
         // can still be revealed, and is judged when the dispute settles (an unrevealed one is not free).
         if (u.status != UnitStatus.Disputed) u = _s.unitIn(unitId, UnitStatus.Committed);
+        if (!u.drawn) revert NotDrawn(unitId);
         Panel storage v = _s.panels[unitId];
-        uint256 i = v.checkReveal(u, unitId, accept, transcriptHash, salt, _revealWindow);
+        uint256 i = v.indexOf(unitId, u.nValidators, msg.sender);
+        if (v.stateOf(i) == Verdicts.ANSWERED) {
+            // The solver answered this validator's unavailability report: its real verdict, by `revealBy`.
+            uint64 by = _s.avail[unitId].revealBy;
+            if (block.timestamp > by) revert DeadlinePassed(unitId, by);
+        } else {
+            v.checkReveal(u, unitId, i, accept, transcriptHash, salt, _revealWindow);
+            // A sealed "unavailable" is a reject without a proof: the solver must answer it (DataAvailability).
+            if (!accept && transcriptHash == Verdicts.UNAVAILABLE_MARK) {
+                DataAvailability.report(_s, unitId, i);
+                return;
+            }
+        }
         uint256 seg = Segments.segmentIndex(u.seed, i, _s.numSegments(u), u.nValidators);
         // INVARIANT: a verdict is about the committed segment the seed assigned to this validator.
         if (!Segments.verify(u.checkpointRoot, seg, startHash, endHash, transcriptCommit, proof)) {
@@ -242,7 +256,19 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
 
     /// @inheritdoc ITaskPool
     function closeVerdicts(uint256 unitId) external nonReentrant {
-        Units.close(_s, registry, unitId);
+        DataAvailability.close(_s, registry, unitId);
+    }
+
+    /// @inheritdoc ITaskPool
+    /// @dev The answer travels ABI-encoded and is decoded by the library: forwarding its dynamic structs
+    ///      typed would cost this contract's size budget some 300 bytes.
+    function answerUnavailable(uint256 unitId, uint256 slot, bytes calldata answer) external {
+        DataAvailability.answer(_s, unitId, slot, answer);
+    }
+
+    /// @inheritdoc ITaskPool
+    function claimUnavailable(uint256 unitId) external {
+        DataAvailability.claim(_s, unitId);
     }
 
     /// @inheritdoc ITaskPool
@@ -366,6 +392,11 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     /// @inheritdoc ITaskPool
     function claimScore(address node, uint256 unitId) external view returns (uint256 score, uint256 required) {
         return Units.claimScore(_s, registry, node, unitId);
+    }
+
+    /// @inheritdoc ITaskPool
+    function availability(uint256 unitId) external view returns (Availability memory) {
+        return _s.avail[unitId];
     }
 
     /// @inheritdoc ITaskPool

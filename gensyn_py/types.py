@@ -47,6 +47,14 @@ def device_set_key(device_class: int) -> bytes:
 # The shard number of a round's aggregation unit (type(uint32).max in TaskPool).
 AGGREGATION_SHARD = 2**32 - 1
 
+# Data availability (contracts/libraries/DataAvailability.sol, `Verdicts.UNAVAILABLE_MARK`): a validator that
+# cannot fetch its data seals a reject whose transcriptHash is this marker; the requester's claim is answered
+# as slot 255. Verdict slot states (`Verdicts.*`, read with `TaskPool.verdictState`).
+UNAVAILABLE_MARK = bytes.fromhex("d4aafd10313cd05dfe33e46d9dcccf37a4beed1ddf9f82bb71681b014ec50bf2")
+REQUESTER_SLOT = 255
+VERDICT_NONE, VERDICT_COMMITTED, VERDICT_ACCEPT, VERDICT_REJECT, VERDICT_SKIPPED = 0, 1, 2, 3, 4
+VERDICT_UNAVAILABLE, VERDICT_ANSWERED = 5, 6
+
 # Upper bounds TaskPool puts on a job (`Units.MAX_*` in contracts/libraries/Units.sol): `submitJob` refuses a
 # job past one with JobParamTooLarge(field, value, max). tests/unit/test_job_bounds.py holds them equal.
 MAX_ROUNDS = 10_000
@@ -251,6 +259,28 @@ class PartialRef:
     root: bytes
     segments: int
     manifest_cid: str = ""
+
+
+class Availability(Struct):
+    """A unit's data-availability state (`TaskPool.availability`, contracts/types/Pool.sol)."""
+
+    answer_by: int  # the solver answers pending reports (or the requester's claim) until then
+    reveal_by: int  # answered reporters reveal their real verdicts until then
+    resume: int  # requester claim: the challenge end it suspended
+    pending: int  # validator reports not answered yet
+    claimed: bool  # the requester raised its claim on this attempt
+    claim_pending: bool  # ... not answered yet
+
+
+@dataclass(frozen=True)
+class SegmentLeaf(Struct):
+    """One segment's leaf of a unit's commitment with its Merkle proof (contracts/types/Types.sol)."""
+
+    index: int
+    start_hash: bytes
+    end_hash: bytes
+    transcript_commit: bytes
+    proof: tuple[bytes, ...]
 
 
 @dataclass(frozen=True)

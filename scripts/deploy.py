@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from brownie import (
+    DataAvailability,
     DisputeCommittee,
     Disputes,
     GensynToken,
@@ -106,7 +107,11 @@ def main(*flags: str) -> dict[str, Any]:
         token.address, p["unbondingDelay"], p["minValidatorStake"], p["jailPeriod"], deployer.address, tx
     )
     # TaskPool links these libraries; brownie links the latest deployment of each on the network.
-    libraries = {"Units": Units.deploy(tx), "Disputes": Disputes.deploy(tx)}
+    libraries = {
+        "Units": Units.deploy(tx),
+        "Disputes": Disputes.deploy(tx),
+        "DataAvailability": DataAvailability.deploy(tx),
+    }
     pool = TaskPool.deploy(token.address, registry.address, tuple(p[k] for k in POOL_FIELDS), deployer.address, tx)
     committee = DisputeCommittee.deploy(registry.address, *committee_args(p), deployer.address, tx)
     pool.wire(committee.address, tx)

@@ -82,6 +82,7 @@ def load_account(args: argparse.Namespace) -> LocalAccount:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from gensyn_py.requester.amounts import format_tokens, parse_tokens
+    from gensyn_py.requester.availability import ModelGuard
     from gensyn_py.requester.cancel import claim_credit
     from gensyn_py.requester.download import download_model
     from gensyn_py.requester.follow import JobWatcher, follow
@@ -112,7 +113,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     console.print(f"job {result.job_id} submitted: {result.units} unit(s), {format_tokens(result.escrow)} tokens "
                   f"escrowed (tx {result.tx_hash})", soft_wrap=True)
     watcher = JobWatcher(req.view, result.job_id, loaded.spec.rounds, loaded.spec.shards)
-    outcome = follow(watcher, console, poll_interval=args.poll, timeout=args.timeout)
+    # Each verified unit's model is fetched before it can be final; a missing one is claimed on-chain.
+    guard = ModelGuard(req, result.job_id, say=lambda line: console.print(line, soft_wrap=True))
+    outcome = follow(watcher, console, poll_interval=args.poll, timeout=args.timeout, on_snapshot=guard.on_snapshot)
     state = outcome.snapshot.state
     if outcome.timed_out:
         console.print(f"job {result.job_id} still {state.status.name.lower()} after {args.timeout:.0f}s; it goes on")

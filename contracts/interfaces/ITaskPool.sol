@@ -5,7 +5,7 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {IDisputeResolver} from "./IDisputeResolver.sol";
 import {INodeRegistry} from "./INodeRegistry.sol";
 import {JobParams, JobStatus, Outcome} from "../types/Types.sol";
-import {Unit} from "../types/Pool.sol";
+import {Availability, Unit} from "../types/Pool.sol";
 
 /// @title TaskPool: job escrow, unit scheduling, verification, settlement and pull payments.
 interface ITaskPool {
@@ -84,6 +84,10 @@ interface ITaskPool {
     error NoClassValidators(uint256 unitId, bytes32 replayClass);
     /// @notice Thrown when a node of replay class `have` challenges an `exact` unit bound to class `need`.
     error WrongReplayClass(address node, bytes32 have, bytes32 need);
+    /// @notice Validator slot `slot` (or the requester's claim, slot 255) has no unanswered unavailability report.
+    error NotReported(uint256 unitId, uint256 slot);
+    /// @notice The requester already raised its unavailability claim on this attempt of the unit.
+    error AlreadyClaimed(uint256 unitId);
 
     /// @notice A job was submitted and its budget escrowed.
     event JobSubmitted(
@@ -154,6 +158,32 @@ interface ITaskPool {
     event Credited(address indexed account, uint256 amount);
     /// @notice `account` withdrew its credit.
     event CreditClaimed(address indexed account, uint256 amount);
+    /// @notice Drawn validator `validator` could not fetch the data of `segment` (its start checkpoint, the
+    ///         manifest or the final checkpoint): the solver must answer by `answerBy` or be slashed.
+    event UnavailabilityReported(
+        uint256 indexed unitId,
+        address indexed validator,
+        uint256 slot,
+        uint256 segment,
+        uint64 answerBy
+    );
+    /// @notice The requester could not download the verified unit's model: the solver must answer by `answerBy`.
+    event UnavailabilityClaimed(uint256 indexed unitId, address indexed requester, uint64 answerBy);
+    /// @notice The solver answered slot `slot` (255: the requester's claim) with the leaves of `segment` and of
+    ///         the last segment (whose end state is the delivered model) and where to fetch the data (`cids`).
+    ///         A validator reveals its real verdict by `revealBy`; for the requester, `revealBy` is the new
+    ///         challenge end.
+    event UnavailabilityAnswered(
+        uint256 indexed unitId,
+        uint256 slot,
+        uint256 segment,
+        bytes32 startHash,
+        bytes32 finalHash,
+        uint64 revealBy,
+        string cids
+    );
+    /// @notice The solver of `unitId` left an unavailability report unanswered: `slashed` of its collateral taken.
+    event DataWithheld(uint256 indexed unitId, address indexed solver, uint256 slashed);
 
     /// @notice Set the dispute resolver (owner, once).
     function wire(address resolver_) external;
@@ -193,7 +223,21 @@ interface ITaskPool {
         bytes32[] calldata proof
     ) external;
     /// @notice After the reveal deadline: penalise no-shows and move the unit to Verified (anyone).
+    /// @dev With an unavailability report unanswered past its deadline (or a requester's claim on a Verified
+    ///      unit), it slashes the solver instead and reopens the unit; while one is pending it reverts
+    ///      `DeadlineNotReached`.
     function closeVerdicts(uint256 unitId) external;
+    /// @notice Answer the unavailability report of validator slot `slot` (255: the requester's claim). `answer`
+    ///         is abi.encode(SegmentLeaf seg, SegmentLeaf last, string cids): the leaf and proof of the slot's
+    ///         segment (the last segment for the requester), those of the last segment (its end state is the
+    ///         delivered model), and where the data is (`cids`, free text for the nodes). Solver only, by the
+    ///         answer deadline; a leaf not in the committed root reverts `InvalidSegmentProof`.
+    function answerUnavailable(uint256 unitId, uint256 slot, bytes calldata answer) external;
+    /// @notice The job's requester cannot download a Verified unit's model: the solver must answer within the
+    ///         reveal window or be slashed; finalizing waits meanwhile. Once per attempt.
+    function claimUnavailable(uint256 unitId) external;
+    /// @notice The unit's data-availability state.
+    function availability(uint256 unitId) external view returns (Availability memory);
     /// @notice Seal a challenge of a verified unit (challenger role, inside its challenge window):
     ///         `h` = keccak256(abi.encode(unitId, challenger, segmentIndex, salt)). Revealed by `challenge` in a
     ///         later block, so a challenge copied from the mempool has no earlier seal and cannot be revealed.

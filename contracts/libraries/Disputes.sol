@@ -44,6 +44,9 @@ library Disputes {
         // in the mempool (to front-run the challenger's reward) needs a seal made before it was seen.
         if (sealedAt == 0 || sealedAt >= block.number) revert ITaskPool.ChallengeNotSealed(unitId, msg.sender);
         delete s.challengeSeals[h];
+        // INVARIANT: a dispute never cuts short the requester's pending unavailability claim (settled honest,
+        // it would pay a solver that never answered it); the window reopens once the solver answers.
+        if (s.avail[unitId].claimPending) revert ITaskPool.DeadlineNotReached(unitId, s.avail[unitId].answerBy);
         uint256 segs = Units.numSegments(s, u);
         if (segmentIndex >= segs) revert ITaskPool.BadSegment(unitId, segmentIndex, segs);
         bond = s.params.challengeBond;
@@ -184,6 +187,11 @@ library Disputes {
         uint256 pot
     ) private returns (uint256) {
         (address who, uint8 st) = s.panels[unitId].at(i);
+        if (st == Verdicts.UNAVAILABLE || st == Verdicts.ANSWERED) {
+            // Reported the data unavailable: the dispute supersedes the report, which costs nobody anything.
+            Verdicts.releaseNoShow(s, registry, unitId, i, false);
+            return pot;
+        }
         if (outcome == Outcome.SolverFraud && onDisputed && st != Verdicts.REJECT && st != Verdicts.NONE) {
             // Accepted the proven fraud, or sealed a verdict on it and kept it hidden to the end.
             pot += _slashValidator(s, registry, who);

@@ -249,19 +249,6 @@ library Units {
         emit ITaskPool.UnitPartialCommitted(unitId, msg.sender, root, segments, manifestCid);
     }
 
-    /// @notice After the reveal deadline of committed unit `unitId`: validators that did not reveal are
-    ///         penalised and skipped, and the unit is verified on the verdicts it has.
-    function close(PoolState storage s, INodeRegistry registry, uint256 unitId) external {
-        StoredUnit storage u = unitIn(s, unitId, UnitStatus.Committed);
-        if (!u.drawn) revert ITaskPool.NotDrawn(unitId);
-        PoolParams storage c = s.params;
-        uint64 revealDeadline = u.commitDeadline + c.revealWindow;
-        // INVARIANT: no-shows are penalised only once the reveal window has closed.
-        if (block.timestamp <= revealDeadline) revert ITaskPool.DeadlineNotReached(unitId, revealDeadline);
-        Verdicts.penaliseNoShows(s, registry, unitId, u);
-        verify(u, unitId, c.challengeWindow);
-    }
-
     /// @notice Claim score of `node` for `unitId` and the score currently required.
     function claimScore(
         PoolState storage s,
@@ -365,6 +352,7 @@ library Units {
         // The next solver starts from nothing of this attempt: no root to recommit, no seed to reuse.
         u.checkpointRoot = bytes32(0);
         u.seed = bytes32(0);
+        delete s.avail[unitId]; // reports and claims were about the failed attempt
         if (j.status == JobStatus.Cancelled) {
             u.status = UnitStatus.Cancelled;
             emit ITaskPool.UnitCancelled(unitId);

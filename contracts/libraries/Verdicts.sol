@@ -18,6 +18,13 @@ library Verdicts {
     uint8 internal constant ACCEPT = 2;
     uint8 internal constant REJECT = 3;
     uint8 internal constant SKIPPED = 4;
+    /// @dev Revealed "unavailable": waiting for the solver's answer (`DataAvailability`).
+    uint8 internal constant UNAVAILABLE = 5;
+    /// @dev Its report was answered: reveals its real verdict, unsealed, by the unit's `revealBy`.
+    uint8 internal constant ANSWERED = 6;
+    /// @notice transcriptHash of a sealed "unavailable" verdict (a reject without a proof): the validator could
+    ///         not fetch its segment's start checkpoint, the manifest or the final checkpoint.
+    bytes32 internal constant UNAVAILABLE_MARK = keccak256("gensyn.verdict.unavailable");
     /// @dev Most candidates a draw sweeps after its random picks.
     uint256 internal constant SWEEP_LIMIT = 64;
 
@@ -77,18 +84,17 @@ library Verdicts {
         emit ITaskPool.VerdictCommitted(unitId, msg.sender);
     }
 
-    /// @dev The caller's slot, checked to reveal now a verdict matching its sealed commitment.
+    /// @dev The caller's slot i, checked to reveal now a verdict matching its sealed commitment.
     function checkReveal(
         Panel storage v,
         StoredUnit storage u,
         uint256 unitId,
+        uint256 i,
         bool accept,
         bytes32 transcriptHash,
         bytes32 salt,
         uint64 revealWindow
-    ) internal view returns (uint256 i) {
-        if (!u.drawn) revert ITaskPool.NotDrawn(unitId);
-        i = indexOf(v, unitId, u.nValidators, msg.sender);
+    ) internal view {
         if (stateOf(v, i) != COMMITTED) revert ITaskPool.VerdictAlreadyGiven(unitId, msg.sender);
         // INVARIANT: nobody reveals (and can be copied) before all commits are in or the commit phase ended.
         if (u.committed < u.nValidators && block.timestamp <= u.commitDeadline) {
@@ -102,7 +108,8 @@ library Verdicts {
         }
     }
 
-    /// @dev After the reveal deadline: every validator that did not reveal pays the no-show (`releaseNoShow`).
+    /// @dev After the reveal deadline (and any answered reporter's `revealBy`): every validator that did not reveal
+    ///      pays the no-show (`releaseNoShow`).
     function penaliseNoShows(
         PoolState storage s,
         INodeRegistry registry,
@@ -112,7 +119,9 @@ library Verdicts {
         Panel storage v = s.panels[unitId];
         uint256 n = u.nValidators;
         for (uint256 i; i < n; ++i) {
-            if (stateOf(v, i) <= COMMITTED) releaseNoShow(s, registry, unitId, i, true);
+            uint8 st = stateOf(v, i);
+            // An answered reporter that did not reveal its real verdict by `revealBy` is a no-show too.
+            if (st <= COMMITTED || st == ANSWERED) releaseNoShow(s, registry, unitId, i, true);
         }
     }
 

@@ -111,6 +111,17 @@ struct Books {
     mapping(address => uint256) credit;
 }
 
+/// @notice Data-availability state of a unit's current attempt (`ITaskPool.availability`; docs/contracts.md,
+///         "Data availability"). One slot; deleted when the unit reopens.
+struct Availability {
+    uint64 answerBy; // the solver answers every pending report (or the requester's claim) until then
+    uint64 revealBy; // validators whose report was answered reveal their real verdicts until then
+    uint64 resume; // requester claim: the challenge end it suspended
+    uint8 pending; // validator reports not answered yet
+    bool claimed; // the requester raised its claim (once per attempt)
+    bool claimPending; // ... and the solver has not answered it yet
+}
+
 /// @dev Everything TaskPool stores; its libraries (inlined or linked) act on this one struct.
 struct PoolState {
     /// @dev Fixed at deployment. The cold paths (linked libraries) and views read them here; the honest
@@ -130,4 +141,5 @@ struct PoolState {
     ///      are drawn from that class's set; a later class change by the solver changes nothing. Repro units
     ///      never write it (no SSTORE on their honest path).
     mapping(uint256 => bytes32) unitClass;
+    mapping(uint256 => Availability) avail;
 }

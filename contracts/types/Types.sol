@@ -72,3 +72,13 @@ struct PoolParams {
     uint128 validatorBond; // stake locked per drawn validator
     uint128 challengeBond; // tokens a challenger posts
 }
+
+/// @notice One segment's leaf of a unit's checkpoint commitment with its Merkle proof: what a solver posts to
+///         answer an unavailability report (`ITaskPool.answerUnavailable`).
+struct SegmentLeaf {
+    uint256 index;
+    bytes32 startHash;
+    bytes32 endHash;
+    bytes32 transcriptCommit;
+    bytes32[] proof;
+}

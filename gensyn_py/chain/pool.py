@@ -10,18 +10,43 @@ import secrets
 import time
 from collections.abc import Sequence
 
-from eth_abi import encode
+from eth_abi import decode, encode
 from web3.types import TxReceipt
 
 from gensyn_py.chain.bound import Block, BoundContract
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.errors import ChainError
-from gensyn_py.types import ClaimScore, JobParams, JobState, PoolParams, Unit, UnitPartial
+from gensyn_py.types import (
+    UNAVAILABLE_MARK,
+    Availability,
+    ClaimScore,
+    JobParams,
+    JobState,
+    PoolParams,
+    SegmentLeaf,
+    Unit,
+    UnitPartial,
+)
 
 
 def challenge_hash(unit_id: int, challenger: str, segment: int, salt: bytes) -> bytes:
     """A sealed challenge: keccak256(abi.encode(unitId, challenger, segmentIndex, salt))."""
     return keccak256(encode(["uint256", "address", "uint256", "bytes32"], [unit_id, challenger, segment, salt]))
+
+
+_LEAF = "(uint256,bytes32,bytes32,bytes32,bytes32[])"
+ZERO32 = bytes(32)
+
+
+def encode_answer(seg: SegmentLeaf, last: SegmentLeaf, cids: str) -> bytes:
+    """The `answer` bytes of `answerUnavailable`: abi.encode(SegmentLeaf seg, SegmentLeaf last, string cids)."""
+    return encode([_LEAF, _LEAF, "string"], [seg.to_abi(), last.to_abi(), cids])
+
+
+def decode_answer(data: bytes) -> tuple[SegmentLeaf, SegmentLeaf, str]:
+    """The inverse of `encode_answer` (raises on malformed bytes, as `eth_abi` does)."""
+    seg, last, cids = decode([_LEAF, _LEAF, "string"], data)
+    return SegmentLeaf.from_abi(seg), SegmentLeaf.from_abi(last), str(cids)
 
 
 class TaskPool(BoundContract):
@@ -48,6 +73,11 @@ class TaskPool(BoundContract):
         """Publish the first `segments` segments (root of their leaves, partial manifest) before the deadline."""
         return self.transact("commitPartial", unit_id, partial_root, segments, manifest_cid)
 
+    def answer_unavailable(self, unit_id: int, slot: int, seg: SegmentLeaf, last: SegmentLeaf, cids: str) -> TxReceipt:
+        """Answer slot `slot`'s unavailability report (`REQUESTER_SLOT`: the requester's claim) with the leaves
+        of the slot's segment and of the last segment and where the data is (`cids`, JSON for the nodes)."""
+        return self.transact("answerUnavailable", unit_id, slot, encode_answer(seg, last, cids))
+
     # -- validator -----------------------------------------------------------------------------
 
     def commit_verdict(self, unit_id: int, sealed: bytes) -> TxReceipt:
@@ -61,6 +91,16 @@ class TaskPool(BoundContract):
         """Open the sealed verdict, with the Merkle proof of the validator's segment (start and end states)."""
         return self.transact("revealVerdict", unit_id, accept, transcript_hash, salt, start_hash, end_hash,
                              transcript_commit, list(proof))
+
+    def report_unavailable(self, unit_id: int, salt: bytes) -> TxReceipt:
+        """Reveal a sealed "unavailable" verdict (reject, transcriptHash `UNAVAILABLE_MARK`): no proof needed."""
+        return self.reveal_verdict(unit_id, False, UNAVAILABLE_MARK, salt, ZERO32, ZERO32, ZERO32, [])
+
+    # -- requester: the model is missing ---------------------------------------------------------
+
+    def claim_unavailable(self, unit_id: int) -> TxReceipt:
+        """The requester cannot download a Verified unit's model: the solver must answer or be slashed."""
+        return self.transact("claimUnavailable", unit_id)
 
     # -- challenger ----------------------------------------------------------------------------
 
@@ -119,6 +159,13 @@ class TaskPool(BoundContract):
     def get_unit(self, unit_id: int, *, block: Block = "latest") -> Unit:
         """The unit as stored; an unknown id reads as status `NONE`."""
         return Unit.from_abi(self.call("getUnit", unit_id, block=block), unit_id)
+
+    def availability(self, unit_id: int, *, block: Block = "latest") -> Availability:
+        return Availability.from_abi(self.call("availability", unit_id, block=block))
+
+    def verdict_state(self, unit_id: int, slot: int, *, block: Block = "latest") -> int:
+        """`VERDICT_*` state of the unit's validator slot."""
+        return int(self.call("verdictState", unit_id, slot, block=block))
 
     def job_state(self, job_id: int, *, block: Block = "latest") -> JobState:
         """An unknown id reads as status `NONE`."""

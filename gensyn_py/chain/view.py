@@ -11,9 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from eth_abi.exceptions import DecodingError
+
 from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.chain.pool import decode_answer
 from gensyn_py.errors import ChainError
-from gensyn_py.types import JobState, PartialRef, Unit, UnitStatus
+from gensyn_py.types import JobState, PartialRef, SegmentLeaf, Unit, UnitStatus
 
 __all__ = ["ChainView", "Commitment", "JobInfo", "JobState", "Unit"]
 
@@ -125,6 +128,20 @@ class ChainView:
             return None
         a = logs[-1]["args"]
         return int(a["disputeId"]), int(a["segmentIndex"])
+
+    def answer_of(self, unit_id: int, slot: int, from_block: int = 0) -> tuple[SegmentLeaf, SegmentLeaf, str] | None:
+        """The solver's latest answer to slot `slot`'s unavailability report (`UnavailabilityAnswered`) since
+        `from_block`: the slot's leaf, the last segment's leaf and the CIDs, decoded from its transaction."""
+        logs = [e for e in self._logs("UnavailabilityAnswered", from_block, unitId=unit_id)
+                if int(e["args"]["slot"]) == slot]
+        if not logs:
+            return None
+        tx = self.protocol.w3.eth.get_transaction(logs[-1]["transactionHash"])
+        try:
+            _, args = self.protocol["TaskPool"].decode_function_input(tx["input"])
+            return decode_answer(bytes(args["answer"]))
+        except (ValueError, TypeError, KeyError, DecodingError):
+            return None  # sent through another contract: its calldata is not ours to decode
 
     def has_event(self, event: str, from_block: int = 0, **filters: Any) -> bool:
         """Whether the pool emitted `event` with these indexed args at or after `from_block`."""

@@ -42,19 +42,24 @@ def solver_run(settings: Settings, price: float, cheat: str, **opts: Any) -> Non
 
 @dishonest.group()
 def validator() -> None:
-    """A validator that accepts without replaying."""
+    """A validator that accepts without replaying, or reports available data missing."""
 
 
 @validator.command("run")
 @node_options
-@click.option("--lazy", is_flag=True, required=True, help="Accept and vote without replaying.")
+@click.option("--lazy", is_flag=True, help="Accept and vote without replaying.")
+@click.option("--false-report", is_flag=True, help="Report each unit's data unavailable once, falsely.")
 @click.pass_obj
-def validator_run(settings: Settings, lazy: bool, **opts: Any) -> None:
-    """Take draws and committee seats like a validator, but never replay."""
-    from gensyn_py.sim.dishonest import LazyValidator
+def validator_run(settings: Settings, lazy: bool, false_report: bool, **opts: Any) -> None:
+    """Take draws and committee seats like a validator, but never replay (`--lazy`) or first claim the data is
+    missing (`--false-report`)."""
+    from gensyn_py.sim.dishonest import FalseReporter, LazyValidator
 
+    if lazy == false_report:
+        raise click.UsageError("pass exactly one of --lazy and --false-report")
     config, _ = build_config(settings, "validator", opts)
-    raise SystemExit(LazyValidator(config, device=opts["device"]).run_forever())
+    kind = LazyValidator if lazy else FalseReporter
+    raise SystemExit(kind(config, device=opts["device"]).run_forever())
 
 
 if __name__ == "__main__":

@@ -136,14 +136,17 @@ def _units(n: int) -> str:
 
 def _follow_and_fetch(ctx: click.Context, console: Console, req: Requester, job_id: int, out: Path | None,
                       timeout: float | None, poll: float) -> None:
+    from gensyn_py.requester.availability import ModelGuard
     from gensyn_py.requester.download import download_model
     from gensyn_py.requester.follow import JobWatcher, follow
     from gensyn_py.types import JobStatus
 
     spec = req.content.spec(job_id)
     watcher = JobWatcher(req.view, job_id, spec.rounds, spec.shards)
+    # Each verified unit's model is fetched before it can be final; a missing one is claimed on-chain.
+    guard = ModelGuard(req, job_id, say=lambda line: console.print(line, soft_wrap=True))
     try:
-        outcome = follow(watcher, console, poll_interval=poll, timeout=timeout)
+        outcome = follow(watcher, console, poll_interval=poll, timeout=timeout, on_snapshot=guard.on_snapshot)
     except KeyboardInterrupt:
         console.print(f"stopped following; the job goes on (gensyn job status {job_id})")
         ctx.exit(130)

@@ -38,6 +38,8 @@ E18 = 10**18
 T = TypeVar("T")
 
 # Reverts that mean "someone else already did it" or "not yet": a keeper moves on.
+# A Verified unit's challenge end while a requester's unavailability claim holds it (type(uint64).max).
+CLAIM_SUSPENDED = 2**64 - 1
 BENIGN_REVERTS = frozenset({
     "BadUnitStatus", "AlreadyDrawn", "DeadlineNotReached", "RandomnessNotReady", "RevealNotOpen",
     "VotingOpen", "DisputeClosed", "NoCredit", "NotDrawn",
@@ -230,6 +232,13 @@ class NodeDaemon(Daemon):
                 self.pool.close_verdicts(unit.unit_id)
                 self.log.info("keeper.close_verdicts", unit=unit.unit_id)
                 return True
+            if unit.status is UnitStatus.VERIFIED and unit.deadline == CLAIM_SUSPENDED:
+                # the requester claimed the model missing: an unanswered claim slashes the solver once due
+                if now > self.pool.availability(unit.unit_id).answer_by:
+                    self.pool.close_verdicts(unit.unit_id)
+                    self.log.info("keeper.slash_unanswered_claim", unit=unit.unit_id, solver=unit.solver)
+                    return True
+                return False
             if unit.status is UnitStatus.VERIFIED and now > unit.deadline:
                 self.pool.finalize(unit.unit_id)
                 self.log.info("keeper.finalize", unit=unit.unit_id)

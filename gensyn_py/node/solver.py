@@ -14,6 +14,11 @@ a cold path that costs the honest path nothing). Claiming a unit that has a part
 partial manifest and last checkpoint, checks them against the on-chain root and resumes from there;
 if they are unavailable or do not check out it logs why and trains from the start.
 
+A validator that cannot fetch a unit's data reports it "unavailable", and a
+requester that cannot download its model claims the same: the solver answers
+each on-chain with the leaves and proofs it committed, after publishing the data
+again (`proof/availability.py`), or loses its collateral.
+
 A solver also keeps the network moving around its own units (drawing
 validators, closing verdicts, finalizing) and times out units whose solver
 vanished, which frees them for itself.
@@ -28,16 +33,20 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gensyn_py.errors import ContractRevert, GensynError, TrainingError
+from gensyn_py.errors import ContentNotFound, ContractRevert, GensynError, TrainingError, VerificationError
 from gensyn_py.node.daemon import Handler, Triage
 from gensyn_py.node.preflight import check_shape, preflight
 from gensyn_py.node.role import NodeConfig, NodeDaemon
+from gensyn_py.proof.availability import republish
 from gensyn_py.proof.commitment import Manifest, UnitCommitment
+from gensyn_py.proof.sampler import segment_for
 from gensyn_py.types import (
     AGGREGATION_SHARD,
     DEVICE_CLASSES,
     NO_CLASS,
+    REQUESTER_SLOT,
     ROLE_SOLVER,
+    VERDICT_UNAVAILABLE,
     JobParams,
     PartialRef,
     Unit,
@@ -122,7 +131,46 @@ class SolverDaemon(NodeDaemon):
         elif unit.status is UnitStatus.ASSIGNED:
             self._solve(unit)
         else:
+            self._answer_reports(unit)
             self.poke(unit)
+
+    # -- answering unavailability reports ------------------------------------------------------
+
+    def _answer_reports(self, unit: Unit) -> None:
+        """Answer every pending "unavailable" report of our unit, and the requester's claim."""
+        if unit.status not in (UnitStatus.COMMITTED, UnitStatus.DISPUTED, UnitStatus.VERIFIED):
+            return
+        a = self.pool.availability(unit.unit_id)
+        slots: list[int] = []
+        if a.claim_pending and unit.status is UnitStatus.VERIFIED:
+            slots.append(REQUESTER_SLOT)
+        if a.pending and unit.status is not UnitStatus.VERIFIED:
+            slots += [i for i in range(len(unit.validators))
+                      if self.pool.verdict_state(unit.unit_id, i) == VERDICT_UNAVAILABLE]
+        for slot in slots:
+            self._answer(unit, slot)
+
+    def _answer(self, unit: Unit, slot: int) -> None:
+        commitment = self.view.commitment(unit.unit_id)
+        if commitment is None:
+            return
+        n = self.pool.num_segments(unit.unit_id)
+        segment = n - 1 if slot == REQUESTER_SLOT else segment_for(unit.seed, slot, n, len(unit.validators))
+        try:
+            seg, last, cids = republish(self.store, commitment.manifest_cid, segment, self.content.timeout)
+        except (ContentNotFound, VerificationError) as e:  # our own copy is gone: nothing honest to answer
+            self.log.error("unit.cannot_answer", unit=unit.unit_id, slot=slot, error=str(e))
+            return
+        key = ("answer", unit.unit_id, slot, unit.commit_deadline)
+        try:
+            self.once(key, lambda: self.pool.answer_unavailable(unit.unit_id, slot, seg, last, cids))
+        except ContractRevert as e:
+            if e.name not in ("NotReported", "DeadlinePassed", "NotSolver", "UnknownUnit"):
+                raise
+            self.state.mark_done(key, detail=f"refused: {e.name}")
+            self.log.warning("unit.answer_refused", unit=unit.unit_id, slot=slot, reason=e.name)
+            return
+        self.log.info("unit.answered_unavailable", unit=unit.unit_id, slot=slot, segment=segment, cids=cids)
 
     # -- claiming ----------------------------------------------------------------------------
 

@@ -8,6 +8,12 @@ that is the protocol's answer to the verifier's dilemma. A lazy validator
 (`sim/dishonest.py`) accepts without replaying: it cannot know the
 transcript, so its reveal is refused and it is penalised as a no-show.
 
+Unavailable data. Before replaying, it fetches the manifest, its segment's
+start checkpoint and the final checkpoint (the model). If one is missing it
+seals "unavailable" (a reject whose transcript is `UNAVAILABLE_MARK`) and
+reveals it without a proof; once the solver answers on-chain it fetches,
+replays and reveals its real verdict (`proof/availability.py`).
+
 Committees. When a dispute's round seats it, it replays the disputed segment,
 keeps its vote and a fresh salt in its state, seals the vote, and reveals it
 once every member sealed or the commit phase ended (a restarted daemon reveals
@@ -29,9 +35,19 @@ from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.errors import ContractRevert, VerificationError
 from gensyn_py.node.daemon import Handler
 from gensyn_py.node.role import NodeConfig, NodeDaemon
+from gensyn_py.proof.availability import missing_data
 from gensyn_py.proof.replay import Verdict
 from gensyn_py.proof.verify import check_segment
-from gensyn_py.types import ROLE_VALIDATOR, Dispute, Unit, UnitStatus, Vote
+from gensyn_py.types import (
+    ROLE_VALIDATOR,
+    UNAVAILABLE_MARK,
+    VERDICT_ANSWERED,
+    Dispute,
+    SegmentLeaf,
+    Unit,
+    UnitStatus,
+    Vote,
+)
 
 if TYPE_CHECKING:
     from gensyn_py.chain.events import EventRecord
@@ -100,6 +116,9 @@ class ValidatorDaemon(NodeDaemon):
             self.unfollow("drawn", unit.unit_id)
             return
         epoch = seed[2:18]
+        if self._reported(unit, epoch):
+            self._after_report(unit, task, epoch)
+            return
         if unit.status is UnitStatus.DISPUTED:
             # Another validator's reject opened a dispute. A verdict we sealed is still revealed: the settlement
             # judges an unrevealed one (slashed if it was about the proven segment).
@@ -140,16 +159,20 @@ class ValidatorDaemon(NodeDaemon):
             return dict(kept)
         segment = int(task["segment"])
         started = time.perf_counter()
-        verdict = self.replay(unit, segment)
+        missing = self.missing(unit, segment)
+        if missing is not None:  # nothing to replay or prove: seal "unavailable", the solver must answer
+            verdict = Verdict(False, segment, UNAVAILABLE_MARK, f"unavailable: {missing}")
+        else:
+            verdict = self.replay(unit, segment)
         transcript = verdict.transcript_hash or bytes(32)
         salt = secrets.token_bytes(32)
         sealed = {
             "accept": verdict.accept, "transcript": "0x" + transcript.hex(), "salt": "0x" + salt.hex(),
-            "segment": segment, "reason": verdict.reason,
+            "segment": segment, "reason": verdict.reason, "unavailable": missing is not None,
             "hash": "0x" + verdict_hash(unit.unit_id, self.address, verdict.accept, transcript, salt).hex(),
         }
         self.state.put(key, sealed)
-        self.metrics.verdict("accept" if verdict.accept else "reject")
+        self.metrics.verdict("accept" if verdict.accept else "unavailable" if missing else "reject")
         self.log.info("verdict", unit=unit.unit_id, segment=segment, accept=verdict.accept, reason=verdict.reason,
                       verify_s=round(time.perf_counter() - started, 4))
         return sealed
@@ -157,6 +180,9 @@ class ValidatorDaemon(NodeDaemon):
     def _reveal(self, unit: Unit, task: dict[str, Any], sealed: dict[str, Any], epoch: str) -> None:
         key = ("vreveal", unit.unit_id, epoch)
         if self.state.is_done(key):
+            return
+        if sealed.get("unavailable"):
+            self._report(unit, task, sealed, key)
             return
         commitment = self.view.commitment(unit.unit_id)
         if commitment is None:
@@ -184,6 +210,82 @@ class ValidatorDaemon(NodeDaemon):
             self.log.warning("verdict.reveal_refused", unit=unit.unit_id, reason=e.name)
             return
         self.log.info("verdict.revealed", unit=unit.unit_id, accept=sealed["accept"])
+
+    # -- unavailable data --------------------------------------------------------------------
+
+    def _report(self, unit: Unit, task: dict[str, Any], sealed: dict[str, Any], key: tuple[Any, ...]) -> None:
+        """Reveal the sealed "unavailable": no proof needed; the solver must answer within the reveal window."""
+        me, salt = self.address, bytes.fromhex(sealed["salt"][2:])
+        try:
+            self.once(key, lambda: self.pool.report_unavailable(unit.unit_id, salt),
+                      already_done=lambda: self.view.has_event("UnavailabilityReported", int(task["block"]),
+                                                               unitId=unit.unit_id, validator=me))
+        except ContractRevert as e:
+            if e.name not in ("DeadlinePassed", "BadUnitStatus", "VerdictAlreadyGiven"):
+                raise
+            self.state.mark_done(key, detail=f"refused: {e.name}")
+            self.log.warning("verdict.report_refused", unit=unit.unit_id, reason=e.name)
+            return
+        self.log.info("verdict.reported_unavailable", unit=unit.unit_id, segment=sealed["segment"],
+                      reason=sealed["reason"])
+
+    def missing(self, unit: Unit, segment: int) -> str | None:
+        """What of the unit's data cannot be fetched: manifest, `segment`'s start checkpoint, final checkpoint."""
+        commitment = self.view.commitment(unit.unit_id)
+        return None if commitment is None else missing_data(self.content.store, commitment.manifest_cid, segment)
+
+    def _reported(self, unit: Unit, epoch: str) -> bool:
+        kept = self.state.get(f"verdict:{unit.unit_id}:{epoch}")
+        return bool(kept and kept.get("unavailable")) and self.state.is_done(("vreveal", unit.unit_id, epoch))
+
+    def _after_report(self, unit: Unit, task: dict[str, Any], epoch: str) -> None:
+        """Our "unavailable" is on-chain: once the solver answers, fetch, replay and reveal the real verdict."""
+        if unit.status is UnitStatus.COMMITTED and self.view.now() > unit.reveal_deadline:
+            self.poke(unit)  # slashes a solver that left reports unanswered, or closes: whichever is due
+        if unit.status not in (UnitStatus.COMMITTED, UnitStatus.DISPUTED) or self.address not in unit.validators:
+            return
+        slot = unit.validators.index(self.address)
+        key = ("vreveal2", unit.unit_id, epoch)
+        if self.state.is_done(key) or self.pool.verdict_state(unit.unit_id, slot) != VERDICT_ANSWERED:
+            return
+        answer = self.view.answer_of(unit.unit_id, slot, int(task["block"]))
+        if answer is None:
+            return
+        segment = int(task["segment"])
+        verdict = self._answered_verdict(unit, segment, epoch)
+        leaf: SegmentLeaf = answer[0]  # proven on-chain against the committed root when the answer was taken
+        transcript = bytes.fromhex(verdict["transcript"][2:])
+        me = self.address
+        try:
+            self.once(key, lambda: self.pool.reveal_verdict(
+                unit.unit_id, bool(verdict["accept"]), transcript, bytes(32), leaf.start_hash, leaf.end_hash,
+                leaf.transcript_commit, list(leaf.proof)),
+                already_done=lambda: self.view.has_event("VerdictRevealed", int(task["block"]),
+                                                         unitId=unit.unit_id, validator=me))
+        except ContractRevert as e:
+            if e.name not in ("TranscriptMismatch", "DeadlinePassed", "BadUnitStatus", "VerdictAlreadyGiven"):
+                raise
+            self.state.mark_done(key, detail=f"refused: {e.name}")
+            self.log.warning("verdict.reveal_refused", unit=unit.unit_id, reason=e.name)
+            return
+        self.log.info("verdict.revealed", unit=unit.unit_id, accept=verdict["accept"], after_answer=True)
+
+    def _answered_verdict(self, unit: Unit, segment: int, epoch: str) -> dict[str, Any]:
+        """The verdict after the answer, kept before it is sent: a replay, or a reject if the data is still
+        missing (the answer's leaf proves it; the dispute's committee cannot fetch it either)."""
+        key = f"verdict2:{unit.unit_id}:{epoch}"
+        kept = self.state.get(key)
+        if kept is not None:
+            return dict(kept)
+        missing = self.missing(unit, segment)
+        verdict = Verdict(False, segment, None, f"still unavailable: {missing}") if missing else \
+            self.replay(unit, segment)
+        out = {"accept": verdict.accept, "transcript": "0x" + (verdict.transcript_hash or bytes(32)).hex(),
+               "reason": verdict.reason}
+        self.state.put(key, out)
+        self.log.info("verdict", unit=unit.unit_id, segment=segment, accept=verdict.accept, reason=verdict.reason,
+                      after_answer=True)
+        return out
 
     # -- committees --------------------------------------------------------------------------
 

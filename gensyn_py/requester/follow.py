@@ -83,6 +83,14 @@ def describe_event(e: EventRecord) -> str:
             return f"job completed; {format_tokens(int(a['refund']))} unspent tokens credited back"
         case "JobCancelled":
             return f"job cancelled; {format_tokens(int(a['refund']))} tokens credited back"
+        case "UnavailabilityReported":
+            return f"{unit}: {short(a['validator'])} could not fetch the data of segment {a['segment']}"
+        case "UnavailabilityClaimed":
+            return f"{unit}: the model could not be downloaded; the solver must answer"
+        case "UnavailabilityAnswered":
+            return f"{unit}: the solver answered the unavailability report (slot {a['slot']})"
+        case "DataWithheld":
+            return f"{unit}: solver {short(a['solver'])} withheld its data and lost {format_tokens(int(a['slashed']))}"
     return f"{e.event} {unit}".strip()
 
 

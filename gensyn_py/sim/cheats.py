@@ -184,6 +184,28 @@ def _misshapen(prefix: str) -> Solve:
     return cheat
 
 
+def _withholding(*, publish_final: bool, publish_manifest: bool) -> Solve:
+    def cheat(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+              shard: int) -> UnitCommitment:
+        """Trains honestly in a private store and publishes only part of it: the root on-chain is honest, the
+        data behind it is not all there (issue 11, attacks 4 and 9), so replay alone never notices."""
+        import tempfile
+
+        from gensyn_py.storage.local import LocalStore
+
+        with tempfile.TemporaryDirectory(prefix="withheld-") as private_dir:
+            private = LocalStore(private_dir)
+            honest = solve(spec, dataset, private, job_id, round_, shard)
+            m = honest.manifest
+            for cid in dict.fromkeys(m.checkpoint_cids if publish_final else m.checkpoint_cids[:-1]):
+                store.put(private.get(cid))
+            if publish_manifest:
+                store.put(m.to_bytes())
+            return honest
+
+    return cheat
+
+
 def _alter(data: bytes) -> bytes:
     from gensyn_py.proof.state import decode_state
 
@@ -205,5 +227,12 @@ CHEATS: dict[str, Solve] = {
     "tampered_checkpoint": tampered_checkpoint,
     "uncommitted_checkpoint": uncommitted_checkpoint,
     "misshapen_weights": _misshapen("model/"),
+
     "misshapen_optimizer_state": _misshapen("optim/"),
+}
+
+# Cheats that replay cannot catch (the work is honest), only the availability checks: the data is withheld.
+WITHHOLDING: dict[str, Solve] = {
+    "withheld_final_checkpoint": _withholding(publish_final=False, publish_manifest=True),
+    "withheld_manifest": _withholding(publish_final=True, publish_manifest=False),
 }

@@ -18,7 +18,9 @@ from gensyn_py.node.role import NodeConfig
 from gensyn_py.node.solver import SolverDaemon
 from gensyn_py.node.validator import ValidatorDaemon
 from gensyn_py.proof.replay import Verdict
-from gensyn_py.sim.cheats import CHEATS
+from gensyn_py.sim.cheats import CHEATS, WITHHOLDING
+
+ALL_CHEATS = {**CHEATS, **WITHHOLDING}
 
 if TYPE_CHECKING:
     import torch
@@ -33,15 +35,15 @@ class CheatingSolver(SolverDaemon):
     """A solver whose training units are produced by the named cheat (aggregations stay honest)."""
 
     def __init__(self, config: NodeConfig, records_dir: Path, cheat: str, device: str | None = None) -> None:
-        if cheat not in CHEATS:
-            raise ConfigError(f"unknown cheat {cheat!r} (have: {', '.join(sorted(CHEATS))})")
+        if cheat not in ALL_CHEATS:
+            raise ConfigError(f"unknown cheat {cheat!r} (have: {', '.join(sorted(ALL_CHEATS))})")
         super().__init__(config, records_dir, device)
         self.cheat = cheat
 
     def train_unit(self, unit: Unit, epoch: int, spec: JobSpec, dataset: Dataset,
                    weights: Mapping[str, torch.Tensor] | None) -> UnitCommitment:
         self.log.warning("unit.cheating", unit=unit.unit_id, cheat=self.cheat)
-        return CHEATS[self.cheat](spec, dataset, self.store, unit.job_id, unit.round, unit.shard)
+        return ALL_CHEATS[self.cheat](spec, dataset, self.store, unit.job_id, unit.round, unit.shard)
 
 
 class LazyValidator(ValidatorDaemon):
@@ -49,3 +51,15 @@ class LazyValidator(ValidatorDaemon):
 
     def replay(self, unit: Unit, segment: int) -> Verdict:
         return Verdict(True, segment, secrets.token_bytes(32), "accepted without replaying")
+
+
+class FalseReporter(ValidatorDaemon):
+    """Reports each unit's data unavailable although it is there (a false report), then, once the solver has
+    answered, replays and reveals honestly: it can only cost the solver an answer, never gain beyond its fee."""
+
+    def missing(self, unit: Unit, segment: int) -> str | None:
+        key = f"false-report:{unit.unit_id}:{unit.commit_deadline}"
+        if self.state.get(key) is None:
+            self.state.put(key, True)
+            return "pretended missing (a false report)"
+        return super().missing(unit, segment)

@@ -256,7 +256,7 @@ def wait_until(condition: Callable[[], Any], timeout: float, what: str, every: f
 
 
 # Flags only the dishonest nodes take (`gensyn_py/cli/dishonest.py`); the production `gensyn` has none.
-DISHONEST_FLAGS = frozenset({"--cheat", "--lazy"})
+DISHONEST_FLAGS = frozenset({"--cheat", "--lazy", "--false-report"})
 
 
 def _command(args: list[str]) -> list[str]:

@@ -11,7 +11,7 @@ from gensyn_py.devnet.linking import PLACEHOLDER, deploy_order, libraries_of, li
 from gensyn_py.errors import ConfigError
 from tests.contracts.helpers import Protocol
 
-UNITS, DISPUTES = "0x" + "11" * 20, "0x" + "22" * 20
+UNITS, DISPUTES, AVAIL = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "33" * 20
 # TaskPool's runtime code must leave room under EIP-170's 24,576 bytes for the features still to come. Raised from
 # 18,000 for issue 11's entry points (sealed challenges, data-availability reports and answers, partial commits),
 # each a thin call into a linked library; 3.5 kB stay free for the dispute game.
@@ -24,17 +24,17 @@ def _spots(artifact: dict[str, Any]) -> int:
 
 def test_taskpool_is_compiled_with_placeholders_for_its_libraries(artifacts: dict[str, dict[str, Any]]) -> None:
     pool = artifacts["TaskPool"]
-    assert libraries_of(pool) == ["Disputes", "Units"]
+    assert libraries_of(pool) == ["DataAvailability", "Disputes", "Units"]
     assert len(PLACEHOLDER.findall(pool["bytecode"])) == _spots(pool) > 0
     assert libraries_of(artifacts["NodeRegistry"]) == []
 
 
 def test_link_writes_each_address_at_each_placeholder(artifacts: dict[str, dict[str, Any]]) -> None:
     pool = artifacts["TaskPool"]
-    linked = link(pool, {"Units": UNITS, "Disputes": DISPUTES})
+    linked = link(pool, {"Units": UNITS, "Disputes": DISPUTES, "DataAvailability": AVAIL})
     assert len(linked) == len(pool["bytecode"])
     assert not PLACEHOLDER.search(linked)
-    assert linked.count(UNITS[2:]) + linked.count(DISPUTES[2:]) == _spots(pool)
+    assert linked.count(UNITS[2:]) + linked.count(DISPUTES[2:]) + linked.count(AVAIL[2:]) == _spots(pool)
     # fully qualified names work too
     by_path = {f"{src}:{lib}": UNITS for src, libs in pool["linkReferences"].items() for lib in libs}
     assert not PLACEHOLDER.search(link(pool, by_path))
@@ -43,9 +43,9 @@ def test_link_writes_each_address_at_each_placeholder(artifacts: dict[str, dict[
 def test_link_refuses_a_missing_or_malformed_address(artifacts: dict[str, dict[str, Any]]) -> None:
     pool = artifacts["TaskPool"]
     with pytest.raises(ConfigError, match="Disputes"):
-        link(pool, {"Units": UNITS})
+        link(pool, {"Units": UNITS, "DataAvailability": AVAIL})
     with pytest.raises(ConfigError, match="not an address"):
-        link(pool, {"Units": UNITS, "Disputes": "0x1234"})
+        link(pool, {"Units": UNITS, "Disputes": "0x1234", "DataAvailability": AVAIL})
 
 
 def test_link_refuses_references_that_miss_the_placeholders() -> None:
@@ -76,7 +76,7 @@ def test_deploy_order_puts_a_library_after_the_libraries_it_links() -> None:
 
 def test_deployed_pool_runs_the_deployed_libraries_within_its_size_budget(proto: Protocol) -> None:
     libraries = proto.info["libraries"]
-    assert set(libraries) == {"Units", "Disputes"}
+    assert set(libraries) == {"Units", "Disputes", "DataAvailability"}
     code = bytes(proto.w3.eth.get_code(proto.pool.address)).hex()
     for address in libraries.values():
         assert len(proto.w3.eth.get_code(address)) > 0

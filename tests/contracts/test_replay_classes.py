@@ -15,7 +15,7 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
-from tests.contracts.flows import claim_and_commit, commit_verdicts, committee_votes, honest_unit, reveal
+from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, committee_votes, honest_unit, reveal
 from tests.contracts.helpers import DISPUTED, E18, FINAL, SOLVER, VALIDATOR, Protocol, Work
 from tests.contracts.test_registry import expect
 
@@ -235,13 +235,14 @@ def test_an_exact_unit_is_challenged_only_from_its_class(proto: Protocol) -> Non
         reveal(p, 1, v, acc, th, honest)
     challenger = a[8]
     before = holdings(p, challenger.address)
-    err = expect(p, "WrongReplayClass", challenger, p.pool.functions.challenge(1, 0))
+    sealed = b"\x01" * 32  # refused at the seal already, before anything is revealed or bonded
+    err = expect(p, "WrongReplayClass", challenger, p.pool.functions.commitChallenge(1, sealed))
     assert (err.error_args["have"], err.error_args["need"]) == (bytes(32), ID_A)
     set_class(p, challenger, B)
-    err = expect(p, "WrongReplayClass", challenger, p.pool.functions.challenge(1, 0))
+    err = expect(p, "WrongReplayClass", challenger, p.pool.functions.commitChallenge(1, sealed))
     assert err.error_args["have"] == ID_B
     assert holdings(p, challenger.address) == before  # refused before any bond moved
     set_class(p, challenger, A)
-    p.tx(challenger, p.pool.functions.challenge(1, 0))
+    challenge(p, challenger, 1, 0)
     assert p.unit(1)["status"] == DISPUTED
     p.check_conservation()

@@ -23,6 +23,7 @@ from gensyn_py.chain.pool import TaskPool
 from gensyn_py.chain.registry import NodeRegistry
 from gensyn_py.chain.token import GensynToken
 from gensyn_py.types import (
+    Availability,
     ClaimScore,
     Dispute,
     Hardware,
@@ -45,6 +46,7 @@ WRAPPERS: tuple[type[BoundContract], ...] = (GensynToken, NodeRegistry, TaskPool
 # (contract, function, "in" or "out", index of the struct parameter or None for all outputs) -> mirror
 MIRRORS: list[tuple[str, str, str, int | None, type[Struct]]] = [
     ("TaskPool", "getUnit", "out", 0, Unit),
+    ("TaskPool", "availability", "out", 0, Availability),
     ("TaskPool", "params", "out", None, PoolParams),
     ("TaskPool", "jobState", "out", None, JobState),
     ("TaskPool", "claimScore", "out", None, ClaimScore),
