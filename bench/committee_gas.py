@@ -32,24 +32,12 @@ from gensyn_py.chain.pool import challenge_hash  # noqa: E402
 from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
 from gensyn_py.devnet.deploy import DEFAULT_PARAMS  # noqa: E402
-from tests.contracts.flows import claim_and_commit, commit_verdicts, committee_votes, reveal  # noqa: E402
-from tests.contracts.helpers import E18, VALIDATOR, Protocol, Work  # noqa: E402
+from tests.contracts.flows import claim_and_commit, commit_verdicts, committee_votes, rejected_unit, reveal  # noqa: E402
+from tests.contracts.helpers import VALIDATOR, Protocol, Work  # noqa: E402
 
 BLOCK_GAS = 30_000_000
 SEATS = 16
 EXTRA_VALIDATORS = 7 * SEATS + 8  # every seat of three rounds, plus room for the parties
-
-
-def _rejected(p: Protocol, unit_id: int) -> int:
-    """An honest unit whose first validator wrongly rejects: returns the dispute id."""
-    p.submit(p.accounts[1], collateralPerUnit=100 * E18, maxPricePerUnit=100 * E18)
-    w = Work.honest(4)
-    claim_and_commit(p, unit_id, p.accounts[2], w)
-    va = p.unit(unit_id)["validators"][0]
-    commit_verdicts(p, unit_id, {va: (False, keccak(b"wrong"))})
-    p.advance(p.params["verdictCommitWindow"] + 1)
-    reveal(p, unit_id, va, False, keccak(b"wrong"), w)
-    return int(p.unit(unit_id)["disputeId"])
 
 
 def _gas(p: Protocol, acct: LocalAccount, fn: object) -> int:
@@ -76,7 +64,7 @@ def main() -> None:
             p.node(a, VALIDATOR, stake=cap)
 
         # Baseline: one round, all 16 vote with the majority.
-        did = _rejected(p, 1)
+        did, _ = rejected_unit(p, 1)
         p.mine(2)
         base_draw = _gas(p, keeper, p.committee.functions.drawCommittee(did))
         members = p.committee.functions.membersOf(did).call()
@@ -84,7 +72,7 @@ def main() -> None:
         base_resolve = _gas(p, keeper, p.committee.functions.resolve(did))
 
         # Worst case: three rounds, nobody votes; the last resolve slashes 112 missing seats.
-        did = _rejected(p, 2)
+        did, _ = rejected_unit(p, 2)
         draws: list[int] = []
         resolves: list[int] = []
         for r in range(3):

@@ -43,8 +43,8 @@ from eth_account.signers.local import LocalAccount  # noqa: E402
 from eth_utils import keccak  # noqa: E402
 from web3 import Web3  # noqa: E402
 
-from gensyn_py.crypto.merkle import merkle_root  # noqa: E402
 from bench.availability_gas import play_availability  # noqa: E402
+from gensyn_py.crypto.merkle import merkle_root  # noqa: E402
 from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
 from tests.contracts.flows import vote_salt  # noqa: E402

@@ -538,13 +538,19 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
         uint8 dc = n.hw.deviceClass;
         uint256[] storage set = _validators[dc];
         uint256 idx = n.validatorSlot - 1;
-        uint256 last = set[set.length - 1];
-        set[idx] = last;
-        _nodes[address(uint160(last))].validatorSlot = uint32(idx + 1);
-        set.pop();
+        _nodes[_swapPop(set, idx)].validatorSlot = uint32(idx + 1);
         n.validatorSlot = 0;
         emit ValidatorSetLeft(node, dc);
         if (n.classSlot != 0) _leaveClass(node, n);
+    }
+
+    /// @dev Remove member `idx` of `set` by moving the last member into its place; returns who moved there (the
+    ///      removed member itself when it was the last), whose slot index the caller updates.
+    function _swapPop(uint256[] storage set, uint256 idx) internal returns (address moved) {
+        uint256 last = set[set.length - 1];
+        set[idx] = last;
+        set.pop();
+        return address(uint160(last));
     }
 
     /// @dev A set member's word, unpacked (layout at `_validators`).
@@ -572,10 +578,7 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     function _leaveClass(address node, Node storage n) internal {
         uint256[] storage set = _classValidators[n.replayClass];
         uint256 idx = n.classSlot - 1;
-        uint256 last = set[set.length - 1];
-        set[idx] = last;
-        _nodes[address(uint160(last))].classSlot = uint32(idx + 1);
-        set.pop();
+        _nodes[_swapPop(set, idx)].classSlot = uint32(idx + 1);
         n.classSlot = 0;
         emit ClassSetLeft(node, n.replayClass);
     }

@@ -3,7 +3,7 @@ pragma solidity ^0.8.24;
 
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {ITaskPool} from "../interfaces/ITaskPool.sol";
-import {Hardware, JobParams, JobStatus, PoolParams, UnitStatus, VERIFY_EXACT} from "../types/Types.sol";
+import {Hardware, JobParams, JobStatus, UnitStatus, VERIFY_EXACT} from "../types/Types.sol";
 import {Books, Job, JobCore, Panel, Partial, PoolState, StoredUnit, Unit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
 import {Scoring} from "./Scoring.sol";

@@ -5,7 +5,7 @@ from __future__ import annotations
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
-from tests.contracts.helpers import COMMITTED, Protocol, Work
+from tests.contracts.helpers import COMMITTED, E18, Protocol, Work
 
 
 def claim_and_commit(p: Protocol, unit_id: int, solver: LocalAccount, work: Work) -> None:
@@ -93,3 +93,15 @@ def challenge(p: Protocol, challenger: LocalAccount, unit_id: int, segment: int,
                                                                               salt)))
     p.mine(1)  # a reveal is checked in a block after its seal's (the static call runs on the latest block)
     return p.tx(challenger, p.pool.functions.challenge(unit_id, segment, salt))
+
+
+def rejected_unit(p: Protocol, unit_id: int = 1) -> tuple[int, str]:
+    """Honest solver, the unit's validator 0 wrongly rejects: returns (disputeId, rejecting validator)."""
+    p.submit(p.accounts[1], collateralPerUnit=100 * E18, maxPricePerUnit=100 * E18)
+    w = Work.honest(4)
+    claim_and_commit(p, unit_id, p.accounts[2], w)
+    va = p.unit(unit_id)["validators"][0]
+    commit_verdicts(p, unit_id, {va: (False, keccak(b"wrong"))})
+    p.advance(p.params["verdictCommitWindow"] + 1)
+    reveal(p, unit_id, va, False, keccak(b"wrong"), w)
+    return p.unit(unit_id)["disputeId"], va

@@ -23,6 +23,7 @@ from tests.contracts.flows import (
     claim_and_commit,
     commit_verdicts,
     committee_votes,
+    rejected_unit,
     reveal,
     reveal_votes,
     seal_votes,
@@ -32,18 +33,6 @@ from tests.contracts.helpers import E18, FINAL, OPEN, VALIDATOR, Protocol, Work
 from tests.contracts.test_registry import expect
 
 HONEST, FRAUD, NO_QUORUM = 1, 2, 3
-
-
-def _rejected_unit(p: Protocol, unit_id: int = 1) -> tuple[int, str]:
-    """Honest solver, the unit's validator 0 wrongly rejects: returns (disputeId, rejecting validator)."""
-    p.submit(p.accounts[1], collateralPerUnit=100 * E18, maxPricePerUnit=100 * E18)
-    w = Work.honest(4)
-    claim_and_commit(p, unit_id, p.accounts[2], w)
-    va = p.unit(unit_id)["validators"][0]
-    commit_verdicts(p, unit_id, {va: (False, keccak(b"wrong"))})
-    p.advance(p.params["verdictCommitWindow"] + 1)
-    reveal(p, unit_id, va, False, keccak(b"wrong"), w)
-    return p.unit(unit_id)["disputeId"], va
 
 
 def _draw(p: Protocol, did: int) -> list[str]:
@@ -140,7 +129,7 @@ def test_a_member_who_stakes_20000_before_voting_gains_nothing_and_a_false_vote_
     honest solver. Weight is the bond locked at the draw, so the two honest members outvote it; the liar loses
     its bond to them, the false rejecter loses its bond, the solver is paid."""
     p = proto
-    did, va = _rejected_unit(p)
+    did, va = rejected_unit(p)
     expect(p, "TooEarly", p.accounts[9], p.committee.functions.drawCommittee(did))
     expect(p, "VotingOpen", p.accounts[9], p.committee.functions.resolve(did))
     members = _draw(p, did)
@@ -180,7 +169,7 @@ def test_stake_vote_unbond_does_not_work(proto: Protocol) -> None:
     """A member cannot take its weight out during the vote: the bond is locked until the dispute resolves, and
     what it unbonds is still reached by the slash of its wrong vote."""
     p = proto
-    did, _ = _rejected_unit(p)
+    did, _ = rejected_unit(p)
     members = _draw(p, did)
     m = p.by_address(members[0])
     bond = p.params["committeeBond"]
@@ -196,7 +185,7 @@ def test_stake_vote_unbond_does_not_work(proto: Protocol) -> None:
 
 def test_votes_are_sealed_until_every_member_committed(proto: Protocol) -> None:
     p = proto
-    did, va = _rejected_unit(p)
+    did, va = rejected_unit(p)
     members = _draw(p, did)
     expect(p, "NotCommitteeMember", p.by_address(va), p.committee.functions.commitVote(did, bytes(32)))
     a, b, c = members
@@ -220,7 +209,7 @@ def test_votes_are_sealed_until_every_member_committed(proto: Protocol) -> None:
 
 def test_a_missing_vote_costs_half_the_bond(proto: Protocol) -> None:
     p = proto
-    did, _ = _rejected_unit(p)
+    did, _ = rejected_unit(p)
     a, b, silent = _draw(p, did)
     bond = p.params["committeeBond"]
     before = {m: (_stake(p, m), _wallet(p, m)) for m in (a, b, silent)}
@@ -264,7 +253,7 @@ def test_the_units_validators_solver_opener_and_requester_never_sit(proto: Proto
 
 def test_a_stale_seed_is_retargeted_never_replaced_by_a_known_hash(proto: Protocol) -> None:
     p = proto
-    did, _ = _rejected_unit(p)
+    did, _ = rejected_unit(p)
     seed_block = p.dispute(did)["seedBlock"]
     assert seed_block == p.dispute(did)["openBlock"] + 1
     p.w3.provider.make_request("anvil_mine", [hex(300), hex(0)])  # type: ignore[arg-type]
@@ -285,7 +274,7 @@ def test_late_entrants_are_never_drawn(proto: Protocol) -> None:
     p = proto
     idle = p.accounts[7]
     p.tx(idle, p.registry.functions.unbond(p.registry.functions.bondedOf(idle.address).call() - 10 * E18))
-    did, _ = _rejected_unit(p)
+    did, _ = rejected_unit(p)
     with extra_validators(p, 1, stake=20_000 * E18) as (late,):
         members = _draw(p, did)
         assert late.address not in members and idle.address not in members  # idle: less than a bond free
@@ -298,7 +287,7 @@ def test_no_quorum_escalates_to_a_committee_twice_as_large(proto: Protocol) -> N
     p = proto
     bond = p.params["committeeBond"]
     with extra_validators(p, 8):  # before the opening: later entrants are never drawn
-        did, va = _rejected_unit(p)
+        did, va = rejected_unit(p)
         r0 = _draw(p, did)
         committee_votes(p, did, {r0[0]: True})
         p.advance(p.params["voteRevealPeriod"] + 1)
@@ -332,7 +321,7 @@ def test_the_last_round_times_out_and_nobody_silent_goes_free(proto: Protocol) -
     """Nobody ever votes: three rounds, each ended at its deadline, then NoQuorum. Every seated member paid for
     its silence (to the requester, as nobody revealed); the unit is reopened; the money is all accounted for."""
     p = proto
-    did, _ = _rejected_unit(p)
+    did, _ = rejected_unit(p)
     req = p.accounts[1].address
     wallet = _wallet(p, req)
     seated: list[str] = []
@@ -356,7 +345,7 @@ def test_the_last_round_times_out_and_nobody_silent_goes_free(proto: Protocol) -
 
 def test_an_undrawn_round_still_has_a_timeout_exit(proto: Protocol) -> None:
     p = proto
-    did, _ = _rejected_unit(p)
+    did, _ = rejected_unit(p)
     for _ in range(3):
         d = p.dispute(did)
         err = expect(p, "VotingOpen", p.accounts[9], p.committee.functions.resolve(did))
@@ -378,7 +367,7 @@ def test_the_draw_is_stake_weighted_and_python_predicts_it(proto: Protocol) -> N
     p = proto
     stakes = [60 * E18, 100 * E18, 200 * E18, 400 * E18, 800 * E18, 5000 * E18]
     with extra_validators(p, len(stakes), stakes=stakes):
-        did, va = _rejected_unit(p)
+        did, va = rejected_unit(p)
         d = p.dispute(did)
         p.mine(2)
         seed = round_seed(bytes(p.w3.eth.get_block(d["seedBlock"])["hash"]), d["unitId"], did, 0)

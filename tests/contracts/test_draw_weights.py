@@ -129,11 +129,12 @@ def test_a_committee_candidate_topping_up_after_the_opening_is_not_seated(proto:
     """Issue 11, attack 3's stake-then-vote: a candidate at the minimum stake watches a dispute open, tops up to
     full weight before the draw (when the seed can be known) and would be the only eligible candidate, certain of
     a seat. Its weight moved after the opening: it is skipped, and the round seats nobody."""
-    from tests.contracts.test_committee import _draw, _rejected_unit
+    from tests.contracts.flows import rejected_unit
+    from tests.contracts.test_committee import _draw
 
     p = proto
     with extra_validators(p, 1, stakes=[MIN]) as (newcomer,):
-        did, _ = _rejected_unit(p)
+        did, _ = rejected_unit(p)
         parties = set(p.unit(1)["validators"])
         for v in p.accounts[3:8]:
             if v.address not in parties:
