@@ -16,7 +16,7 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
-from gensyn_py.chain.pool import encode_answer
+from gensyn_py.chain.pool import challenge_hash, encode_answer
 from gensyn_py.types import (
     REQUESTER_SLOT,
     UNAVAILABLE_MARK,
@@ -189,7 +189,10 @@ def test_requester_claim_unanswered_slashes_the_solver_and_makes_the_requester_w
     (ev,) = p.events(rc, p.pool, "UnavailabilityClaimed")
     expect(p, "AlreadyClaimed", requester, p.pool.functions.claimUnavailable(1))
     p.node(p.accounts[9], CHALLENGER)  # an accomplice's dispute cannot cut the claim short
-    expect(p, "DeadlineNotReached", p.accounts[9], p.pool.functions.challenge(1, 0))
+    salt = b"\x09" * 32
+    p.tx(p.accounts[9], p.pool.functions.commitChallenge(1, challenge_hash(1, p.accounts[9].address, 0, salt)))
+    p.mine(1)  # the reveal is checked in a later block than its seal
+    expect(p, "DeadlineNotReached", p.accounts[9], p.pool.functions.challenge(1, 0, salt))
     expect(p, "DeadlineNotReached", p.accounts[9], p.pool.functions.closeVerdicts(1))
     p.advance(p.params["challengeWindow"] + 1)
     expect(p, "DeadlineNotReached", p.accounts[9], p.pool.functions.finalize(1))  # the claim holds the payout
