@@ -261,6 +261,7 @@ class PartialRef:
     manifest_cid: str = ""
 
 
+@dataclass(frozen=True)
 class Availability(Struct):
     """A unit's data-availability state (`TaskPool.availability`, contracts/types/Pool.sol)."""
 
