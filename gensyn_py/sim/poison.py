@@ -102,9 +102,10 @@ def missing_dataset(kit: PoisonKit) -> int:
 
 
 def huge_model(kit: PoisonKit) -> int:
-    """An MLP with 10^12 hidden units: terabytes of weights."""
+    """An MLP with 10^12 hidden units: terabytes of weights (mode exact: repro refuses such widths at parse)."""
     spec = kit.good_spec()
     spec["model"] = {"family": "mlp", "sizes": {"hidden": 10**12}}
+    spec["mode"] = "exact"
     return kit.submit_stored(spec)
 
 
