@@ -93,6 +93,13 @@ def make_machine(p: Protocol) -> type[RuleBasedStateMachine]:
             except TransactionError:
                 return None
 
+        def _draw(self, u: int) -> None:
+            """Draw unit u's validators. A seed left unused for 256 blocks (long examples mine that many) is the
+            solver's liveness fault: the unit reopens and the solver pays the penalty (`SeedExpired`)."""
+            rc = self._try(keeper, p.pool.functions.drawValidators(u))
+            if rc is not None and p.events(rc, p.pool, "SeedExpired"):
+                self.late = True
+
         def _now(self) -> int:
             return int(p.w3.eth.get_block("latest")["timestamp"])
 
@@ -201,7 +208,7 @@ def make_machine(p: Protocol) -> type[RuleBasedStateMachine]:
                 self._commit(u, unit, how)
             elif status == COMMITTED and not unit["drawn"]:
                 p.mine(2)
-                self._try(keeper, p.pool.functions.drawValidators(u))
+                self._draw(u)
             elif status == COMMITTED:
                 how = data.draw(st.sampled_from(["truth", "truth", "lazy", "lie"]), label="verdicts")
                 self._verdicts(u, unit, how)
@@ -342,7 +349,7 @@ def make_machine(p: Protocol) -> type[RuleBasedStateMachine]:
                     unit = p.unit(u)
                     if unit["status"] == COMMITTED and not unit["drawn"]:
                         p.mine(2)
-                        self._try(keeper, p.pool.functions.drawValidators(u))
+                        self._draw(u)
                     elif unit["status"] == DISPUTED:
                         p.mine(2)
                         self._try(keeper, p.committee.functions.drawCommittee(unit["disputeId"]))
