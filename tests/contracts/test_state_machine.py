@@ -121,7 +121,9 @@ def make_machine(p: Protocol) -> type[RuleBasedStateMachine]:
         @rule(target=jobs, who=st.integers(0, 1), rounds=st.integers(1, 2), shards=st.integers(1, 2))
         def submit(self, who: int, rounds: int, shards: int) -> int:
             self.njobs += 1
-            return p.submit(requesters[who], rounds=rounds, shards=shards)
+            job = p.submit(requesters[who], rounds=rounds, shards=shards)
+            REACHED.update(p.unit(u)["status"] for u in self._units())  # a new job's units start Open
+            return job
 
         @rule(job=jobs, who=st.integers(0, 1))
         def cancel(self, job: int, who: int) -> None:
