@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -197,37 +198,39 @@ class ValidatorDaemon(NodeDaemon):
             bytes.fromhex(sealed["salt"][2:])
         start, end, transcript_commit = manifest.state_hashes[j], manifest.state_hashes[j + 1], \
             manifest.transcript_commits[j]
-        me = self.address
-        try:
-            self.once(key, lambda: self.pool.reveal_verdict(unit.unit_id, accept, transcript, salt, start, end,
-                                                            transcript_commit, manifest.proof(j)),
-                      already_done=lambda: self.view.has_event("VerdictRevealed", int(task["block"]),
-                                                               unitId=unit.unit_id, validator=me))
-        except ContractRevert as e:
-            if e.name not in ("TranscriptMismatch", "DeadlinePassed", "BadUnitStatus"):
-                raise
-            self.state.mark_done(key, detail=f"refused: {e.name}")
-            self.log.warning("verdict.reveal_refused", unit=unit.unit_id, reason=e.name)
-            return
-        self.log.info("verdict.revealed", unit=unit.unit_id, accept=sealed["accept"])
+        if self._send_once(key, unit, task, "VerdictRevealed", "verdict.reveal_refused",
+                           ("TranscriptMismatch", "DeadlinePassed", "BadUnitStatus"),
+                           lambda: self.pool.reveal_verdict(unit.unit_id, accept, transcript, salt, start, end,
+                                                            transcript_commit, manifest.proof(j))):
+            self.log.info("verdict.revealed", unit=unit.unit_id, accept=sealed["accept"])
 
     # -- unavailable data --------------------------------------------------------------------
 
     def _report(self, unit: Unit, task: dict[str, Any], sealed: dict[str, Any], key: tuple[Any, ...]) -> None:
         """Reveal the sealed "unavailable": no proof needed; the solver must answer within the reveal window."""
-        me, salt = self.address, bytes.fromhex(sealed["salt"][2:])
+        salt = bytes.fromhex(sealed["salt"][2:])
+        if self._send_once(key, unit, task, "UnavailabilityReported", "verdict.report_refused",
+                           ("DeadlinePassed", "BadUnitStatus", "VerdictAlreadyGiven"),
+                           lambda: self.pool.report_unavailable(unit.unit_id, salt)):
+            self.log.info("verdict.reported_unavailable", unit=unit.unit_id, segment=sealed["segment"],
+                          reason=sealed["reason"])
+
+    def _send_once(self, key: tuple[Any, ...], unit: Unit, task: dict[str, Any], event: str, refused: str,
+                   benign: tuple[str, ...], send: Callable[[], Any]) -> bool:
+        """Send a verdict transaction once (done when our `event` for the unit is on-chain since the task's
+        block). A revert named in `benign` (too late, already given) marks it done and logs `refused`.
+        True when it went through."""
+        me = self.address
         try:
-            self.once(key, lambda: self.pool.report_unavailable(unit.unit_id, salt),
-                      already_done=lambda: self.view.has_event("UnavailabilityReported", int(task["block"]),
-                                                               unitId=unit.unit_id, validator=me))
+            self.once(key, send, already_done=lambda: self.view.has_event(event, int(task["block"]),
+                                                                         unitId=unit.unit_id, validator=me))
         except ContractRevert as e:
-            if e.name not in ("DeadlinePassed", "BadUnitStatus", "VerdictAlreadyGiven"):
+            if e.name not in benign:
                 raise
             self.state.mark_done(key, detail=f"refused: {e.name}")
-            self.log.warning("verdict.report_refused", unit=unit.unit_id, reason=e.name)
-            return
-        self.log.info("verdict.reported_unavailable", unit=unit.unit_id, segment=sealed["segment"],
-                      reason=sealed["reason"])
+            self.log.warning(refused, unit=unit.unit_id, reason=e.name)
+            return False
+        return True
 
     def missing(self, unit: Unit, segment: int) -> str | None:
         """What of the unit's data cannot be fetched: manifest, `segment`'s start checkpoint, final checkpoint."""
@@ -255,20 +258,12 @@ class ValidatorDaemon(NodeDaemon):
         verdict = self._answered_verdict(unit, segment, epoch)
         leaf: SegmentLeaf = answer[0]  # proven on-chain against the committed root when the answer was taken
         transcript = bytes.fromhex(verdict["transcript"][2:])
-        me = self.address
-        try:
-            self.once(key, lambda: self.pool.reveal_verdict(
-                unit.unit_id, bool(verdict["accept"]), transcript, bytes(32), leaf.start_hash, leaf.end_hash,
-                leaf.transcript_commit, list(leaf.proof)),
-                already_done=lambda: self.view.has_event("VerdictRevealed", int(task["block"]),
-                                                         unitId=unit.unit_id, validator=me))
-        except ContractRevert as e:
-            if e.name not in ("TranscriptMismatch", "DeadlinePassed", "BadUnitStatus", "VerdictAlreadyGiven"):
-                raise
-            self.state.mark_done(key, detail=f"refused: {e.name}")
-            self.log.warning("verdict.reveal_refused", unit=unit.unit_id, reason=e.name)
-            return
-        self.log.info("verdict.revealed", unit=unit.unit_id, accept=verdict["accept"], after_answer=True)
+        if self._send_once(key, unit, task, "VerdictRevealed", "verdict.reveal_refused",
+                           ("TranscriptMismatch", "DeadlinePassed", "BadUnitStatus", "VerdictAlreadyGiven"),
+                           lambda: self.pool.reveal_verdict(
+                               unit.unit_id, bool(verdict["accept"]), transcript, bytes(32), leaf.start_hash,
+                               leaf.end_hash, leaf.transcript_commit, list(leaf.proof))):
+            self.log.info("verdict.revealed", unit=unit.unit_id, accept=verdict["accept"], after_answer=True)
 
     def _answered_verdict(self, unit: Unit, segment: int, epoch: str) -> dict[str, Any]:
         """The verdict after the answer, kept before it is sent: a replay, or a reject if the data is still
