@@ -251,7 +251,7 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
     ///      or excluded candidates in a small set do not leave seats empty. The sweep is stake-weighted too: one
     ///      accepting anyone eligible would favour many one-minimum sybils, whose rejected picks are what leaves
     ///      seats for it. Seats can stay empty (quorum is relative to the weight seated). Gas is bounded by the
-    ///      seats wanted, not the set's size. `gensyn_py/chain/committee.py` `draw_seats` is the same rule in Python.
+    ///      seats wanted, not the set's size. `gensyn_py/chain/draw.py` `draw_seats` is the same rule in Python.
     function _draw(Dispute storage d, uint256 id, bytes32 seed) internal returns (address[] memory seated) {
         uint256 want = uint256(committeeSize) << d.round;
         bytes32 set = _setOf(d);

@@ -8,13 +8,10 @@ and reveal it once every member sealed or the commit phase ended.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-
 from eth_abi import encode
 from web3.types import TxReceipt
 
 from gensyn_py.chain.bound import Block, BoundContract
-from gensyn_py.chain.draw import ValidatorEntry, seats_by_weight
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.types import Dispute, Seat, Vote
 
@@ -24,24 +21,9 @@ def vote_hash(dispute_id: int, member: str, solver_honest: bool, salt: bytes) ->
     return keccak256(encode(["uint256", "address", "bool", "bytes32"], [dispute_id, member, solver_honest, salt]))
 
 
-# The draw's constants (`DisputeCommittee.sol`): 8 random picks per seat wanted, then a sweep of at most 64
-# candidates; odds by the registry's stake weight (`gensyn_py.chain.draw`).
-ATTEMPTS_PER_SEAT = 8
-SWEEP_LIMIT = 64
-
-
 def round_seed(seed_hash: bytes, unit_id: int, dispute_id: int, round_: int) -> bytes:
     """A round's seed from blockhash(seedBlock): keccak256(abi.encode(hash, unitId, disputeId, round))."""
     return keccak256(encode(["bytes32", "uint256", "uint256", "uint8"], [seed_hash, unit_id, dispute_id, round_]))
-
-
-def draw_seats(seed: bytes, entries: Sequence[ValidatorEntry], open_block: int, free: Mapping[str, int],
-               skip: Collection[str], want: int, bond: int) -> list[str]:
-    """Who `DisputeCommittee._draw` seats, in order: `entries` the validator set in registry order (members that
-    joined or changed stake after `open_block` are not candidates), `free` their free stake at the draw, `skip`
-    the parties and the members already seated. Each pick is kept with probability weight / DRAW_WEIGHT_SCALE;
-    a stake-weighted sweep follows if seats are left."""
-    return seats_by_weight(seed, entries, open_block, free, skip, want, bond, ATTEMPTS_PER_SEAT, SWEEP_LIMIT)
 
 
 class DisputeCommittee(BoundContract):

@@ -21,6 +21,8 @@ from gensyn_py.crypto.hashing import keccak256
 DRAW_WEIGHT_SCALE = 10**9  # INodeRegistry.sol
 VALIDATOR_PICKS_PER_SEAT = 4  # Verdicts.draw: 4 * want random picks, then the sweep
 VALIDATOR_SWEEP_LIMIT = 64  # Verdicts.SWEEP_LIMIT
+COMMITTEE_ATTEMPTS_PER_SEAT = 8  # DisputeCommittee.ATTEMPTS_PER_SEAT: random picks per seat, then the sweep
+COMMITTEE_SWEEP_LIMIT = 64  # DisputeCommittee.SWEEP_LIMIT
 
 
 @dataclass(frozen=True)
@@ -63,12 +65,12 @@ def draw_validators(seed: bytes, entries: Sequence[ValidatorEntry], frozen_at: i
     return picked
 
 
-def seats_by_weight(seed: bytes, entries: Sequence[ValidatorEntry], frozen_at: int, free: Mapping[str, int],
-                    skip: Collection[str], want: int, bond: int, attempts_per_seat: int,
-                    sweep_limit: int) -> list[str]:
-    """Whom `DisputeCommittee._draw` seats, in order (`gensyn_py.chain.committee.draw_seats` fixes its constants):
-    random picks, then a sweep from a random offset, every pick kept at the candidate's weight; `skip` are the
-    parties and the members already seated, `free` the free stake at the draw (a seat locks `bond` of it)."""
+def draw_seats(seed: bytes, entries: Sequence[ValidatorEntry], frozen_at: int, free: Mapping[str, int],
+               skip: Collection[str], want: int, bond: int) -> list[str]:
+    """Whom `DisputeCommittee._draw` seats, in order: random picks, then a sweep from a random offset, every pick
+    kept at the candidate's weight. `entries` is the set in registry order (members that joined or changed stake
+    after `frozen_at`, the opening, are not candidates), `skip` the parties and the members already seated,
+    `free` the free stake at the draw (a seat locks `bond` of it)."""
     n = len(entries)
     seated: list[str] = []
 
@@ -83,14 +85,14 @@ def seats_by_weight(seed: bytes, entries: Sequence[ValidatorEntry], frozen_at: i
             return
         seated.append(e.node)
 
-    attempts = want * attempts_per_seat
+    attempts = want * COMMITTEE_ATTEMPTS_PER_SEAT
     for a in range(attempts):
         if len(seated) >= want or n == 0:
             break
         r, t = ticket(a)
         try_seat(entries[r % n], t)
     start = int.from_bytes(seed, "big")
-    for i in range(min(n, sweep_limit)):
+    for i in range(min(n, COMMITTEE_SWEEP_LIMIT)):
         if len(seated) >= want:
             break
         try_seat(entries[(start + i) % n], ticket(attempts + i)[1])

@@ -14,8 +14,8 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
-from gensyn_py.chain.committee import draw_seats, round_seed
-from gensyn_py.chain.draw import ValidatorEntry
+from gensyn_py.chain.committee import round_seed
+from gensyn_py.chain.draw import ValidatorEntry, draw_seats
 from gensyn_py.devnet.deploy import DEFAULT_PARAMS
 from gensyn_py.errors import ContractRevert
 from tests.contracts.flows import (

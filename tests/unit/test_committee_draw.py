@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gensyn_py.chain.committee import draw_seats
-from gensyn_py.chain.draw import DRAW_WEIGHT_SCALE, ValidatorEntry, draw_validators, weight_of
+from gensyn_py.chain.draw import DRAW_WEIGHT_SCALE, ValidatorEntry, draw_seats, draw_validators, weight_of
 from gensyn_py.crypto.hashing import keccak256
 
 BOND = 50
