@@ -78,14 +78,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def rpc_ready(url: str, timeout: float = 1.0) -> bool:
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}).encode()
+def rpc_call(url: str, method: str, params: list[object], timeout: float = 1.0) -> bool:
+    """One JSON-RPC call; True when it answered with a result (no error, no dead node)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
     req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return "result" in json.loads(resp.read())
     except (urllib.error.URLError, OSError, ValueError):
         return False
+
+
+def rpc_ready(url: str, timeout: float = 1.0) -> bool:
+    return rpc_call(url, "eth_chainId", [], timeout)
+
+
+def freeze_mining(url: str) -> None:
+    """Stop an anvil's miner (interval and per-transaction) so that its state holds still.
+
+    Best effort: a node that does not answer has nothing left to freeze.
+    """
+    rpc_call(url, "evm_setIntervalMining", [0])
+    rpc_call(url, "evm_setAutomine", [False])
+    rpc_call(url, "eth_blockNumber", [])  # answered once a block being mined is done
 
 
 @dataclass
@@ -165,4 +180,17 @@ class AnvilNode(LocalNode):
             if self.mixed_mining:
                 cmd += ["--mixed-mining"]
         return cmd
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop mining, then stop the process (which dumps `--state`).
+
+        anvil writes its state file on SIGTERM while its miner keeps running; a block mined
+        during the dump has left the file half before and half after it (a token balance
+        already moved, the contract's books not yet: a pool owing more than it held after a
+        restart). With mining stopped first the dump is one block's state; transactions sent
+        meanwhile stay in the mempool, which is not saved, as a real node's restart loses its pool.
+        """
+        if self.state_path is not None and self.process is not None and self.process.poll() is None:
+            freeze_mining(self.url)
+        super().stop(timeout)
 

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 from eth_account import Account
 from web3 import Web3
 
-from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode, rpc_ready, stop_process_group
+from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode, freeze_mining, rpc_ready, stop_process_group
 from gensyn_py.errors import ChainError
 
 FAUCET_AMOUNT = 1_000_000 * 10**18
@@ -117,6 +117,7 @@ def down(devnet_dir: Path, timeout: float = 10.0, port: int | None = None) -> bo
     info = read_info(devnet_dir)
     if info is None or info.pid is None or not is_running(info) or (port is not None and info.port != port):
         return False
+    freeze_mining(info.url)  # a consistent state dump: see AnvilNode.stop
     stop_process_group(info.pid, timeout)
     return True
 
