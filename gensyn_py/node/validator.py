@@ -36,7 +36,7 @@ from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.errors import ContractRevert, VerificationError
 from gensyn_py.node.daemon import Handler
 from gensyn_py.node.role import NodeConfig, NodeDaemon
-from gensyn_py.proof.availability import missing_data
+from gensyn_py.proof.availability import leaf_of, missing_data
 from gensyn_py.proof.replay import Verdict
 from gensyn_py.proof.verify import check_segment
 from gensyn_py.types import (
@@ -196,12 +196,12 @@ class ValidatorDaemon(NodeDaemon):
         j = int(sealed["segment"])
         accept, transcript, salt = bool(sealed["accept"]), bytes.fromhex(sealed["transcript"][2:]), \
             bytes.fromhex(sealed["salt"][2:])
-        start, end, transcript_commit = manifest.state_hashes[j], manifest.state_hashes[j + 1], \
-            manifest.transcript_commits[j]
+        leaf = leaf_of(manifest, j)
         if self._send_once(key, unit, task, "VerdictRevealed", "verdict.reveal_refused",
                            ("TranscriptMismatch", "DeadlinePassed", "BadUnitStatus"),
-                           lambda: self.pool.reveal_verdict(unit.unit_id, accept, transcript, salt, start, end,
-                                                            transcript_commit, manifest.proof(j))):
+                           lambda: self.pool.reveal_verdict(unit.unit_id, accept, transcript, salt, leaf.start_hash,
+                                                            leaf.end_hash, leaf.transcript_commit,
+                                                            leaf.proof)):
             self.log.info("verdict.revealed", unit=unit.unit_id, accept=sealed["accept"])
 
     # -- unavailable data --------------------------------------------------------------------
