@@ -155,7 +155,7 @@ def test_a_model_deleted_after_verification_is_claimed_by_the_requester_and_its_
     and is slashed; another solver delivers. Its own small market on a local store, where deleting is easy."""
     net = start_market(tmp_path / "net", nodes={"solver-1": ("solver", 2), "solver-2": ("solver", 3),
                        "validator-1": ("validator", 4), "validator-2": ("validator", 5)},
-                       verdictCommitWindow=30, revealWindow=20, challengeWindow=60)
+                       verdictCommitWindow=30, revealWindow=20, challengeWindow=25)  # room to claim
     try:
         start = int(net.w3.eth.block_number)
         view = ChainView(protocol(net))
