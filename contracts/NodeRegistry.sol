@@ -148,6 +148,18 @@ contract NodeRegistry is INodeRegistry, Ownable, ReentrancyGuardTransient {
     }
 
     /// @inheritdoc INodeRegistry
+    function updateHardware(Hardware calldata hw) external {
+        Node storage n = _nodes[msg.sender];
+        if (!n.registered) revert NotRegistered(msg.sender);
+        // INVARIANT: a validator sits only in the set of its declared device class.
+        bool moves = n.validatorSlot != 0 && hw.deviceClass != n.hw.deviceClass;
+        if (moves) _removeValidator(msg.sender, n);
+        n.hw = hw;
+        emit HardwareUpdated(msg.sender, hw);
+        if (moves) _addValidator(msg.sender, n);
+    }
+
+    /// @inheritdoc INodeRegistry
     /// @dev The id is computed here from the description, so the `ReplayClassSet` event carries its own
     ///      preimage: anyone can read what a class means from the chain. A validator moves to the new class's
     ///      set with `since` = now, so draws frozen before this block never see it there.

@@ -47,6 +47,8 @@ interface INodeRegistry {
 
     /// @notice A node registered.
     event NodeRegistered(address indexed node, uint8 roles, Hardware hw);
+    /// @notice A node declared new hardware or a new price (`updateHardware`).
+    event HardwareUpdated(address indexed node, Hardware hw);
     /// @notice A node entered the validator set of its device class (role, not jailed, minimum bonded).
     event ValidatorSetJoined(address indexed node, uint8 deviceClass);
     /// @notice A validator's draw weight changed (its bonded stake moved); draws frozen before `atBlock` skip it.
@@ -85,6 +87,10 @@ interface INodeRegistry {
 
     /// @notice Register with a roles bitmask (SOLVER=1, VALIDATOR=2, CHALLENGER=4) and hardware.
     function register(uint8 roles, Hardware calldata hw) external;
+    /// @notice Declare new hardware: device class, memory, throughput and the price asked per unit. Units
+    /// already claimed keep the price they were claimed at. A validator that changes device class moves to the
+    /// new class's set at once (entering it now, so draws frozen before this block never see it there).
+    function updateHardware(Hardware calldata hw) external;
     /// @notice Declare the node's replay class, what decides `exact`-mode bits (device, driver, libraries):
     /// the class id is keccak256(bytes(description)); an empty description clears it. `exact` units are
     /// solved, validated and judged only within one class. A validator moves to the new class's set at once.

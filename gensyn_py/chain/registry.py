@@ -26,6 +26,11 @@ class NodeRegistry(BoundContract):
         """Register with a roles bitmask (`ROLE_SOLVER | ROLE_VALIDATOR | ...`) and the declared hardware."""
         return self.transact("register", roles, hardware.to_abi())
 
+    def update_hardware(self, hardware: Hardware) -> TxReceipt:
+        """Declare new hardware or a new price (claimed units keep theirs); a validator changing device class
+        moves to that class's set. Reverts `NotRegistered` for an unregistered caller."""
+        return self.transact("updateHardware", hardware.to_abi())
+
     def set_replay_class(self, description: str) -> TxReceipt:
         """Declare the replay class (`gensyn_py.node.replay_class`): its id is keccak256 of `description`, which
         the `ReplayClassSet` event carries; "" clears it. Reverts `ReplayClassUnchanged` when it is the same."""

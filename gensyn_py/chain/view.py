@@ -58,6 +58,11 @@ class ChainView:
                                                  from_block=max(from_block, self.from_block))
         return sorted(logs, key=lambda e: (e["blockNumber"], e["logIndex"]))
 
+    def logs(self, event: str, from_block: int = 0, **filters: Any) -> list[Any]:
+        """TaskPool's `event` logs since the deployment (or `from_block`), filtered by indexed arguments, in
+        chain order."""
+        return self._logs(event, from_block, **filters)
+
     def job(self, job_id: int) -> JobInfo:
         logs = self._logs("JobSubmitted", jobId=job_id)
         if not logs:

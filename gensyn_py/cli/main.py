@@ -34,11 +34,13 @@ def _register() -> None:
     from gensyn_py.cli.devnet import devnet
     from gensyn_py.cli.job import job
     from gensyn_py.cli.nodes import challenger, solver, validator
+    from gensyn_py.cli.operator import node
 
     cli.add_command(devnet)
     cli.add_command(demo)
     cli.add_command(job)
     cli.add_command(nodes)
+    cli.add_command(node)
     for role in (solver, validator, challenger):
         cli.add_command(role)
 

@@ -124,3 +124,21 @@ def test_slash_reaches_unbonding_stake(w3, accounts, artifacts, snapshot) -> Non
     assert reg.functions.totalStaked().call() == 50 * E18 == p.token.functions.balanceOf(reg.address).call()
     p.tx(p.deployer, reg.functions.recordFraud(node.address))
     assert reg.functions.isJailed(node.address).call()
+
+
+def test_update_hardware_moves_a_validator_to_its_new_device_set_as_a_newcomer(proto: Protocol) -> None:
+    """A validator declaring another device class leaves the old class's set and enters the new one now (so a
+    draw frozen before this block never sees it there); a price change alone moves nothing."""
+    p, v, r = proto, proto.accounts[3], proto.registry
+    cpu, cuda = r.functions.validatorCount(1).call(), r.functions.validatorCount(2).call()
+    since = r.functions.validatorSince(v.address).call()
+    rc = p.tx(v, r.functions.updateHardware((1, 16000, 100, 7 * E18)))
+    assert p.events(rc, r, "HardwareUpdated")[0]["args"]["hw"]["pricePerUnit"] == 7 * E18
+    assert not p.events(rc, r, "ValidatorSetLeft") and r.functions.validatorSince(v.address).call() == since
+    rc = p.tx(v, r.functions.updateHardware((2, 80000, 900, 7 * E18)))
+    assert p.events(rc, r, "ValidatorSetLeft")[0]["args"]["deviceClass"] == 1
+    assert p.events(rc, r, "ValidatorSetJoined")[0]["args"]["deviceClass"] == 2
+    assert (r.functions.validatorCount(1).call(), r.functions.validatorCount(2).call()) == (cpu - 1, cuda + 1)
+    assert r.functions.validatorSince(v.address).call() == rc["blockNumber"]
+    assert r.functions.hardwareOf(v.address).call() == (2, 80000, 900, 7 * E18)
+    expect(p, "NotRegistered", p.accounts[9], r.functions.updateHardware((1, 1, 1, 1)))
