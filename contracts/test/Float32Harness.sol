@@ -14,32 +14,6 @@ contract Float32Harness {
     /// @notice An op code outside the table below.
     error HarnessUnknownOp(uint8 op);
 
-    // Op codes of `gasOf` (the batch functions take their own smaller tables, documented on each).
-    uint8 internal constant OP_NOOP = 0;
-    uint8 internal constant OP_ADD = 1;
-    uint8 internal constant OP_SUB = 2;
-    uint8 internal constant OP_MUL = 3;
-    uint8 internal constant OP_DIV = 4;
-    uint8 internal constant OP_MAXIMUM = 5;
-    uint8 internal constant OP_MINIMUM = 6;
-    uint8 internal constant OP_SQRT = 7;
-    uint8 internal constant OP_NEG = 8;
-    uint8 internal constant OP_ABS = 9;
-    uint8 internal constant OP_FLOOR = 10;
-    uint8 internal constant OP_LT = 11;
-    uint8 internal constant OP_EQ = 12;
-    uint8 internal constant OP_ISNAN = 13;
-    uint8 internal constant OP_WHERE = 14;
-    uint8 internal constant OP_CLAMP = 15;
-    uint8 internal constant OP_LDEXP = 16;
-    uint8 internal constant OP_FREXP = 17;
-    uint8 internal constant OP_TOINT32 = 18;
-    uint8 internal constant OP_FROMINT = 19;
-    uint8 internal constant OP_EXPONENT_FIELD = 20;
-    uint8 internal constant OP_ALIGN = 21;
-    uint8 internal constant OP_MULADD = 22;
-    uint8 internal constant OP_ROUNDDOT = 23;
-
     /// @notice Binary arithmetic elementwise. op: 0 add, 1 sub, 2 mul, 3 div, 4 maximum, 5 minimum.
     function binary(uint8 op, uint32[] calldata a, uint32[] calldata b) external pure returns (uint32[] memory out) {
         if (a.length != b.length) revert HarnessLengthMismatch();
@@ -165,11 +139,14 @@ contract Float32Harness {
         return ExactDot.dot(row, col);
     }
 
-    /// @notice Execution gas of op `op` (codes OP_*) on each input, measured with gasleft() around the call;
-    ///         OP_NOOP measures the dispatch and measurement overhead, which callers subtract. Inputs per op:
-    ///         x = a[i], y = b[i], n = ints[i] (ldexp's n, fromInt's n, align's block exponent, mulAdd's and
-    ///         roundDot's N; roundDot's block exponents are a[i] and b[i]; mulAdd multiplies int(a[i]) by
-    ///         int(b[i])). `sink` folds every result in so that no call can be optimized away.
+    /// @notice Execution gas of op `op` on each input, measured with gasleft() around one call through an internal
+    ///         function pointer (so every op, the no-op included, pays the same call overhead, which callers
+    ///         subtract by measuring op 0). `sink` folds every result in so that no call can be optimized away.
+    ///         op: 0 no-op, 1 add, 2 sub, 3 mul, 4 div, 5 maximum, 6 minimum, 7 sqrt, 8 neg, 9 abs, 10 floor,
+    ///         11 lt, 12 eq, 13 isNaN, 14 where, 15 clamp(x, -104, 89), 16 ldexp, 17 frexp, 18 toInt32,
+    ///         19 fromInt, 20 exponentField, 21 align, 22 mulAdd, 23 roundDot. Inputs: x = a[i], y = b[i],
+    ///         n = ints[i] (where's condition n != 0, ldexp's and fromInt's n, align's block exponent, mulAdd's and
+    ///         roundDot's N; mulAdd multiplies x by y; roundDot's block exponents are x and y).
     function gasOf(
         uint8 op,
         uint32[] calldata a,
@@ -177,41 +154,144 @@ contract Float32Harness {
         int256[] calldata ints
     ) external view returns (uint256[] memory gasUsed, uint256 sink) {
         if (a.length != b.length || a.length != ints.length) revert HarnessLengthMismatch();
+        function(uint32, uint32, int256) pure returns (uint256) f = _op(op);
         gasUsed = new uint256[](a.length);
         for (uint256 i = 0; i < a.length; ++i) {
             (uint32 x, uint32 y, int256 n) = (a[i], b[i], ints[i]);
             uint256 before = gasleft();
-            uint256 r = _dispatch(op, x, y, n);
+            uint256 r = f(x, y, n);
             gasUsed[i] = before - gasleft();
             sink ^= r;
         }
     }
 
-    function _dispatch(uint8 op, uint32 x, uint32 y, int256 n) private pure returns (uint256) {
-        if (op == OP_NOOP) return x;
-        if (op <= OP_MINIMUM) return _binary(op - OP_ADD, x, y);
-        if (op <= OP_FLOOR) return _unary(op - OP_SQRT, x);
-        if (op == OP_LT) return Float32.lt(x, y) ? 1 : 0;
-        if (op == OP_EQ) return Float32.eq(x, y) ? 1 : 0;
-        if (op == OP_ISNAN) return Float32.isNaN(x) ? 1 : 0;
-        if (op == OP_WHERE) return Float32.where(n != 0, x, y);
-        if (op == OP_CLAMP) return Float32.clamp(x, 0xC2D00000, 0x42B20000); // exp's clamp(x, -104, 89)
-        return _dispatchMore(op, x, y, n);
+    function _op(uint8 op) private pure returns (function(uint32, uint32, int256) pure returns (uint256)) {
+        if (op == 0) return _noop;
+        if (op == 1) return _add;
+        if (op == 2) return _sub;
+        if (op == 3) return _mul;
+        if (op == 4) return _div;
+        if (op == 5) return _maximum;
+        if (op == 6) return _minimum;
+        if (op == 7) return _sqrt;
+        if (op == 8) return _neg;
+        if (op == 9) return _abs;
+        if (op == 10) return _floor;
+        if (op == 11) return _lt;
+        if (op == 12) return _eq;
+        if (op == 13) return _isNaN;
+        if (op == 14) return _where;
+        if (op == 15) return _clamp;
+        return _opMore(op);
     }
 
-    function _dispatchMore(uint8 op, uint32 x, uint32 y, int256 n) private pure returns (uint256) {
-        if (op == OP_LDEXP) return Float32.ldexp(x, n);
-        if (op == OP_FREXP) {
-            (uint32 m, int32 e) = Float32.frexp(x);
-            return uint256(m) ^ uint256(uint32(e));
-        }
-        if (op == OP_TOINT32) return uint256(uint32(Float32.toInt32(x)));
-        if (op == OP_FROMINT) return Float32.fromInt(n);
-        if (op == OP_EXPONENT_FIELD) return ExactDot.exponentField(x);
-        if (op == OP_ALIGN) return uint256(ExactDot.align(x, uint256(n)));
-        if (op == OP_MULADD) return uint256(ExactDot.mulAdd(n, int256(uint256(x)), int256(uint256(y))));
-        if (op == OP_ROUNDDOT) return ExactDot.roundDot(n, x, y);
+    function _opMore(uint8 op) private pure returns (function(uint32, uint32, int256) pure returns (uint256)) {
+        if (op == 16) return _ldexp;
+        if (op == 17) return _frexp;
+        if (op == 18) return _toInt32;
+        if (op == 19) return _fromInt;
+        if (op == 20) return _exponentField;
+        if (op == 21) return _align;
+        if (op == 22) return _mulAdd;
+        if (op == 23) return _roundDot;
         revert HarnessUnknownOp(op);
+    }
+
+    function _noop(uint32 x, uint32, int256) private pure returns (uint256) {
+        return x;
+    }
+
+    function _add(uint32 x, uint32 y, int256) private pure returns (uint256) {
+        return Float32.add(x, y);
+    }
+
+    function _sub(uint32 x, uint32 y, int256) private pure returns (uint256) {
+        return Float32.sub(x, y);
+    }
+
+    function _mul(uint32 x, uint32 y, int256) private pure returns (uint256) {
+        return Float32.mul(x, y);
+    }
+
+    function _div(uint32 x, uint32 y, int256) private pure returns (uint256) {
+        return Float32.div(x, y);
+    }
+
+    function _maximum(uint32 x, uint32 y, int256) private pure returns (uint256) {
+        return Float32.maximum(x, y);
+    }
+
+    function _minimum(uint32 x, uint32 y, int256) private pure returns (uint256) {
+        return Float32.minimum(x, y);
+    }
+
+    function _sqrt(uint32 x, uint32, int256) private pure returns (uint256) {
+        return Float32.sqrt(x);
+    }
+
+    function _neg(uint32 x, uint32, int256) private pure returns (uint256) {
+        return Float32.neg(x);
+    }
+
+    function _abs(uint32 x, uint32, int256) private pure returns (uint256) {
+        return Float32.abs(x);
+    }
+
+    function _floor(uint32 x, uint32, int256) private pure returns (uint256) {
+        return Float32.floor(x);
+    }
+
+    function _lt(uint32 x, uint32 y, int256) private pure returns (uint256) {
+        return Float32.lt(x, y) ? 1 : 0;
+    }
+
+    function _eq(uint32 x, uint32 y, int256) private pure returns (uint256) {
+        return Float32.eq(x, y) ? 1 : 0;
+    }
+
+    function _isNaN(uint32 x, uint32, int256) private pure returns (uint256) {
+        return Float32.isNaN(x) ? 1 : 0;
+    }
+
+    function _where(uint32 x, uint32 y, int256 n) private pure returns (uint256) {
+        return Float32.where(n != 0, x, y);
+    }
+
+    function _clamp(uint32 x, uint32, int256) private pure returns (uint256) {
+        return Float32.clamp(x, 0xC2D00000, 0x42B20000); // exp's clamp(x, -104, 89)
+    }
+
+    function _ldexp(uint32 x, uint32, int256 n) private pure returns (uint256) {
+        return Float32.ldexp(x, n);
+    }
+
+    function _frexp(uint32 x, uint32, int256) private pure returns (uint256) {
+        (uint32 m, int32 e) = Float32.frexp(x);
+        return uint256(m) ^ uint256(uint32(e));
+    }
+
+    function _toInt32(uint32 x, uint32, int256) private pure returns (uint256) {
+        return uint256(uint32(Float32.toInt32(x)));
+    }
+
+    function _fromInt(uint32, uint32, int256 n) private pure returns (uint256) {
+        return Float32.fromInt(n);
+    }
+
+    function _exponentField(uint32 x, uint32, int256) private pure returns (uint256) {
+        return ExactDot.exponentField(x);
+    }
+
+    function _align(uint32 x, uint32, int256 n) private pure returns (uint256) {
+        return uint256(ExactDot.align(x, uint256(n)));
+    }
+
+    function _mulAdd(uint32 x, uint32 y, int256 n) private pure returns (uint256) {
+        return uint256(ExactDot.mulAdd(n, int256(uint256(x)), int256(uint256(y))));
+    }
+
+    function _roundDot(uint32 x, uint32 y, int256 n) private pure returns (uint256) {
+        return ExactDot.roundDot(n, x, y);
     }
 
     function _binary(uint8 op, uint32 x, uint32 y) private pure returns (uint32) {

@@ -49,7 +49,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy warns
 CASES = int(os.environ.get("GENSYN_FLOAT32_CASES", "40000"))
 SEED = int(os.environ.get("GENSYN_FLOAT32_SEED", "13"))
 # Random inputs per test below (28 tests draw them): CASES in total.
-SHARE = max(CASES // 28, 64)
+SHARE = max(-(-CASES // 28), 64)
 CHECKED: dict[str, int] = {}
 
 BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "maximum": 4, "minimum": 5}
