@@ -44,6 +44,7 @@ library ExactDot {
         if (!Float32.isFinite(x)) return 0;
         (bool negative, uint256 m, ) = Float32.unpack(x);
         uint256 e = exponentField(x);
+        // INVARIANT: blockE >= E(x), so the shift is a right shift and |result| <= 2^24 (a carry of m < 2^24).
         if (blockE < e) revert BelowEntryExponent(e, blockE);
         uint256 s = blockE - e;
         uint256 q;

@@ -99,8 +99,8 @@ library Float32 {
             exp2 += drop;
             if (magnitude == 0) return sign; // dropped exactly half of an even 0: ties to even gives zero
         }
-        // Now magnitude <= 2^24 (2^24 only after a carry) and exp2 >= -149: the value is representable
-        // unless it overflows. The leading bit sits at 2^top.
+        // INVARIANT: magnitude <= 2^24 (2^24 only after a carry) and exp2 >= -149, so the value is a float32
+        // (normal or subnormal) unless it overflows. The leading bit sits at 2^top.
         bits = int256(Math.log2(magnitude)) + 1;
         int256 top = bits - 1 + exp2;
         if (top > 127) return sign | INF; // IEEE overflow under RNE: to infinity

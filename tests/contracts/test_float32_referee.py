@@ -32,6 +32,7 @@ from tests.contracts.float32_kit import (
     U32,
     batched,
     bits_of,
+    call,
     close_pairs,
     deploy_harness,
     edge_pairs,
@@ -343,3 +344,15 @@ def test_dot_element_matches_trace(harness: Any) -> None:
             assert not len(mismatches(np.array([value], np.uint32), bits_of(np.float32(want.value)).reshape(1)))
         checked += k
     CHECKED["dot"] = checked
+
+
+def test_gas_probe_runs_every_op(harness: Any, artifacts: dict[str, dict[str, Any]]) -> None:
+    """Float32Harness.gasOf (bench/referee_gas.py's measurement) runs each of its 24 ops and refuses others."""
+    one = [0x3FC00000]  # 1.5
+    for op in range(24):
+        used, _sink = call(harness, "gasOf", [op, one, one, [130]], ["uint256[]", "uint256"])
+        assert 0 < used[0] < 20_000
+    with pytest.raises(Exception) as info:
+        harness.functions.gasOf(24, one, one, [0]).call()
+    revert = protocol_errors(artifacts).from_exception(info.value)
+    assert revert is not None and revert.name == "HarnessUnknownOp"
