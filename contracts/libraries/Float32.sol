@@ -89,19 +89,24 @@ library Float32 {
         if (-149 - exp2 > drop) drop = -149 - exp2;
         if (drop > 0) {
             if (drop > bits) return sign; // magnitude < 2^(drop-1), below half of the last kept place: to zero
-            uint256 s = uint256(drop);
-            uint256 q = magnitude >> s;
-            uint256 rest = magnitude - (q << s);
-            uint256 half = 1 << (s - 1);
-            // RNE: up when the dropped part exceeds half an ulp, or equals it and q is odd (ties to even).
-            if (rest > half || (rest == half && (q & 1) == 1)) ++q;
-            magnitude = q;
+            unchecked {
+                // 0 < s <= bits <= 256: no shift or subtraction below wraps.
+                uint256 s = uint256(drop);
+                uint256 q = magnitude >> s;
+                uint256 rest = magnitude - (q << s);
+                uint256 half = 1 << (s - 1);
+                // RNE: up when the dropped part exceeds half an ulp, or equals it and q is odd (ties to even).
+                if (rest > half || (rest == half && (q & 1) == 1)) ++q;
+                if (q == 0) return sign; // dropped exactly half of an even 0: ties to even gives zero
+                // q <= 2^kept: one more bit exactly when rounding up carried into a new leading bit.
+                uint256 kept = uint256(bits - drop);
+                bits = int256(kept + (q >> kept));
+                magnitude = q;
+            }
             exp2 += drop;
-            if (magnitude == 0) return sign; // dropped exactly half of an even 0: ties to even gives zero
         }
         // INVARIANT: magnitude <= 2^24 (2^24 only after a carry) and exp2 >= -149, so the value is a float32
-        // (normal or subnormal) unless it overflows. The leading bit sits at 2^top.
-        bits = int256(Math.log2(magnitude)) + 1;
+        // (normal or subnormal) unless it overflows. `bits` is its bit length, so the leading bit sits at 2^top.
         int256 top = bits - 1 + exp2;
         if (top > 127) return sign | INF; // IEEE overflow under RNE: to infinity
         if (top < -126) {
