@@ -243,9 +243,13 @@ def test_rounding_core_matches_round_int(harness: Any) -> None:
                                                                       rng.integers(0, 100, 256), strict=True)]
     exps = [int(e) - m.bit_length() for e, m in zip(rng.integers(-180, 140, len(mags)), mags, strict=True)]
     neg = rng.integers(0, 2, len(mags)).astype(bool).tolist()
-    mags += [0, 0]
-    exps += [5, -500]
-    neg += [False, True]
+    # Boundaries: max finite; its half-ulp tie (odd significand: up to 2^128, so inf); just below that tie;
+    # half of the least subnormal (tie to 0); three quarters of it (up); the least normal from below (carry).
+    bounds = [((1 << 24) - 1, 104), ((1 << 25) - 1, 103), ((1 << 26) - 3, 102), (1, -150), (3, -151),
+              (((1 << 24) - 1) << 1 | 1, -151), ((1 << 23) - 1, -149), (1 << 300 >> 60, -390)]
+    mags += [m for m, _ in bounds] + [0, 0]
+    exps += [e for _, e in bounds] + [5, -500]
+    neg += [False] * len(bounds) + [False, True]
     (got,) = batched(harness, "roundBatch", [], [neg, mags, exps], ["uint32[]"])
     want = [bits_of(np.float32(R.round_int(-m if s else m, e))) for s, m, e in zip(neg, mags, exps, strict=True)]
     want[-1] = np.uint32(0x80000000)  # round(true, 0, e) is -0 (the caller picks a zero's sign)
@@ -334,6 +338,8 @@ def test_dot_element_matches_trace(harness: Any) -> None:
     while checked < max(SHARE, 64):
         k = int(rng.integers(1, 65))
         row, col = _rows(rng, 2, k)
+        if rng.integers(0, 4) == 0:
+            col = np.full(k, 0x3F800000, np.uint32)  # a sum: the matmul rule against ones
         want = dot_element(f32(row), f32(col))
         value, n, block_a, block_b = harness.functions.dotElement(row.tolist(), col.tolist()).call()
         assert (n, block_a, block_b) == (want.n, want.block_a, want.block_b)
