@@ -3,66 +3,8 @@ pragma solidity ^0.8.24;
 
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {Strings} from "@openzeppelin/contracts/utils/Strings.sol";
-
-/// @notice A committed tensor: its root and the header that root binds (dtype code, shape).
-struct TensorRef {
-    bytes32 root;
-    uint256 dtype;
-    uint256[] shape;
-}
-
-/// @notice One element of a tensor: its flat (row-major) index, the 32-byte chunk holding it and the chunk's
-///         Merkle path up to the tensor's data root.
-struct ElementOpening {
-    uint256 element;
-    uint256 chunkIndex;
-    bytes32 chunk;
-    bytes32[] proof;
-}
-
-/// @notice One input of a traced op: its tensor id (the op that produced it) and that tensor's root.
-struct OpInput {
-    uint256 id;
-    bytes32 root;
-}
-
-/// @notice The preimage of op leaf `index` and its Merkle path up to the trace root.
-struct OpOpening {
-    uint256 index;
-    bytes32 codeHash;
-    bytes32 attrsHash;
-    OpInput[] inputs;
-    bytes32 outputRoot;
-    bytes32[] proof;
-}
-
-/// @notice One prefix sum partial[k] of a dot element and its Merkle path up to the prefix-sum root.
-struct PartialOpening {
-    uint256 k;
-    int256 value;
-    bytes32[] proof;
-}
-
-/// @notice Step k of a dot element: the operand pair (a_k, b_k) opened in the op's input tensors, and the
-///         prefix sums around it (partial[k-1], unused when k = 0, and partial[k]) opened in `prefixRoot`.
-struct DotStep {
-    uint256 k;
-    ElementOpening a;
-    ElementOpening b;
-    bytes32 prefixRoot;
-    PartialOpening prev;
-    PartialOpening cur;
-}
-
-/// @notice What a proven dot step hands to the arithmetic: float32 bits of a_k and b_k, the two prefix sums
-///         and the length K of the sum.
-struct DotStepValues {
-    uint256 aBits;
-    uint256 bBits;
-    int256 prev;
-    int256 cur;
-    uint256 length;
-}
+import {ITraceProofs} from "../interfaces/ITraceProofs.sol";
+import {DotStep, DotStepValues, ElementOpening, OpOpening, PartialOpening, TensorRef} from "../types/Trace.sol";
 
 /// @title TraceProofs: checks that the operands a dispute recomputes from are the ones the parties committed to.
 /// @notice The on-chain side of the commitments of docs/repro.md section 6 (`gensyn_py/proof/tensor_commit.py`,
@@ -92,18 +34,6 @@ library TraceProofs {
     bytes32 internal constant SUM_DIM0 = keccak256("[0]");
     bytes32 internal constant SUM_DIM1 = keccak256("[1]");
 
-    error UnknownDtype(uint256 dtype);
-    error ElementOutOfRange(uint256 element, uint256 numel);
-    error WrongChunkIndex(uint256 chunkIndex, uint256 expected);
-    error TensorRootMismatch(bytes32 computed, bytes32 root);
-    error PartialOutOfRange(uint256 k, uint256 length);
-    error OpNotInTrace(uint256 index);
-    error NotADotOp(bytes32 codeHash);
-    error BadDotInputs(bytes32 codeHash);
-    error InputRootMismatch(uint256 input);
-    error WrongOperand(uint256 element, uint256 expected);
-    error PartialNotProven(uint256 k);
-
     // ---- tensors ----
 
     /// @notice Bytes per element of a dtype code (float32 1, int32 2, int64 3, bool 4).
@@ -111,7 +41,7 @@ library TraceProofs {
         if (dtype == DTYPE_FLOAT32 || dtype == DTYPE_INT32) return 4;
         if (dtype == DTYPE_INT64) return 8;
         if (dtype == DTYPE_BOOL) return 1;
-        revert UnknownDtype(dtype);
+        revert ITraceProofs.UnknownDtype(dtype);
     }
 
     /// @notice Number of elements of a shape (1 for a scalar).
@@ -137,14 +67,15 @@ library TraceProofs {
         uint256 item = itemSize(t.dtype);
         uint256 n = numel(t.shape);
         // INVARIANT: only an element inside the committed shape opens (the padding after it is no element).
-        if (o.element >= n) revert ElementOutOfRange(o.element, n);
+        if (o.element >= n) revert ITraceProofs.ElementOutOfRange(o.element, n);
         uint256 offset = o.element * item;
         // INVARIANT: the chunk is the one holding the element; its leaf carries that index (position binding).
-        if (o.chunkIndex != offset / CHUNK_BYTES) revert WrongChunkIndex(o.chunkIndex, offset / CHUNK_BYTES);
+        if (o.chunkIndex != offset / CHUNK_BYTES)
+            revert ITraceProofs.WrongChunkIndex(o.chunkIndex, offset / CHUNK_BYTES);
         bytes32 dataRoot = MerkleProof.processProofCalldata(o.proof, chunkLeaf(o.chunkIndex, o.chunk));
         bytes32 computed = tensorRoot(t.dtype, t.shape, dataRoot);
         // INVARIANT: the chunk, the dtype and the shape are the committed ones.
-        if (computed != t.root) revert TensorRootMismatch(computed, t.root);
+        if (computed != t.root) revert ITraceProofs.TensorRootMismatch(computed, t.root);
         uint256 at = offset % CHUNK_BYTES;
         for (uint256 b; b < item; ++b) bits |= uint256(uint8(o.chunk[at + b])) << (8 * b);
     }
@@ -182,7 +113,7 @@ library TraceProofs {
     /// @notice Whether partial[p.k] = p.value in the prefix-sum root of a length-`length` dot element.
     function verifyPartial(bytes32 prefixRoot, uint256 length, PartialOpening calldata p) internal pure returns (bool) {
         // INVARIANT: k indexes a real step of the sum (an inner node never passes as a leaf).
-        if (p.k >= length) revert PartialOutOfRange(p.k, length);
+        if (p.k >= length) revert ITraceProofs.PartialOutOfRange(p.k, length);
         return MerkleProof.verifyCalldata(p.proof, prefixRoot, partialLeaf(p.k, p.value));
     }
 
@@ -197,14 +128,14 @@ library TraceProofs {
         uint256 k
     ) internal pure returns (uint256 aIndex, uint256 bIndex, uint256 length) {
         uint256 r = aShape.length;
-        if ((r != 2 && r != 3) || bShape.length != r) revert BadDotInputs(MATMUL);
+        if ((r != 2 && r != 3) || bShape.length != r) revert ITraceProofs.BadDotInputs(MATMUL);
         uint256 rows = aShape[r - 2];
         length = aShape[r - 1];
         uint256 cols = bShape[r - 1];
-        if (bShape[r - 2] != length || (r == 3 && bShape[0] != aShape[0])) revert BadDotInputs(MATMUL);
+        if (bShape[r - 2] != length || (r == 3 && bShape[0] != aShape[0])) revert ITraceProofs.BadDotInputs(MATMUL);
         uint256 batches = r == 3 ? aShape[0] : 1;
-        if (element >= batches * rows * cols) revert ElementOutOfRange(element, batches * rows * cols);
-        if (k >= length) revert PartialOutOfRange(k, length);
+        if (element >= batches * rows * cols) revert ITraceProofs.ElementOutOfRange(element, batches * rows * cols);
+        if (k >= length) revert ITraceProofs.PartialOutOfRange(k, length);
         uint256 n = element / (rows * cols);
         uint256 i = (element / cols) % rows;
         aIndex = (n * rows + i) * length + k;
@@ -219,12 +150,12 @@ library TraceProofs {
         uint256 element,
         uint256 k
     ) internal pure returns (uint256 xIndex, uint256 length) {
-        if (xShape.length != 2 || dim > 1) revert BadDotInputs(SUM);
+        if (xShape.length != 2 || dim > 1) revert ITraceProofs.BadDotInputs(SUM);
         uint256 cols = xShape[1];
         length = xShape[dim];
         uint256 outputs = dim == 1 ? xShape[0] : cols;
-        if (element >= outputs) revert ElementOutOfRange(element, outputs);
-        if (k >= length) revert PartialOutOfRange(k, length);
+        if (element >= outputs) revert ITraceProofs.ElementOutOfRange(element, outputs);
+        if (k >= length) revert ITraceProofs.PartialOutOfRange(k, length);
         xIndex = dim == 1 ? element * cols + k : k * cols + element;
     }
 
@@ -237,11 +168,11 @@ library TraceProofs {
         uint256 element,
         uint256 k
     ) internal pure returns (uint256 idxIndex, uint256 gIndex, uint256 length) {
-        if (gShape.length != 2 || numel(idxShape) != gShape[0]) revert BadDotInputs(INDEX_SUM);
+        if (gShape.length != 2 || numel(idxShape) != gShape[0]) revert ITraceProofs.BadDotInputs(INDEX_SUM);
         length = gShape[0];
         uint256 cols = gShape[1];
-        if (element >= rows * cols) revert ElementOutOfRange(element, rows * cols);
-        if (k >= length) revert PartialOutOfRange(k, length);
+        if (element >= rows * cols) revert ITraceProofs.ElementOutOfRange(element, rows * cols);
+        if (k >= length) revert ITraceProofs.PartialOutOfRange(k, length);
         idxIndex = k;
         gIndex = k * cols + (element % cols);
     }
@@ -259,26 +190,27 @@ library TraceProofs {
         uint256 element,
         DotStep calldata s
     ) internal pure returns (DotStepValues memory v) {
-        if (!verifyOp(traceRoot, op)) revert OpNotInTrace(op.index);
-        if (ins.length != op.inputs.length) revert BadDotInputs(op.codeHash);
+        if (!verifyOp(traceRoot, op)) revert ITraceProofs.OpNotInTrace(op.index);
+        if (ins.length != op.inputs.length) revert ITraceProofs.BadDotInputs(op.codeHash);
         for (uint256 j; j < ins.length; ++j) {
             // INVARIANT: the headers the indices come from are those of the op's committed inputs.
-            if (ins[j].root != op.inputs[j].root) revert InputRootMismatch(j);
+            if (ins[j].root != op.inputs[j].root) revert ITraceProofs.InputRootMismatch(j);
         }
         (uint256 aIndex, uint256 bIndex, uint256 bInput) = _operands(op, ins, rows, element, s.k, v);
         // INVARIANT: the contract opens exactly the elements step k reads, never ones a party picked.
-        if (s.a.element != aIndex) revert WrongOperand(s.a.element, aIndex);
+        if (s.a.element != aIndex) revert ITraceProofs.WrongOperand(s.a.element, aIndex);
         v.aBits = elementBits(ins[0], s.a);
         if (op.codeHash == INDEX_SUM) v.aBits = v.aBits == element / ins[1].shape[1] ? FLOAT32_ONE : 0;
         if (op.codeHash == SUM) {
             v.bBits = FLOAT32_ONE;
         } else {
-            if (s.b.element != bIndex) revert WrongOperand(s.b.element, bIndex);
+            if (s.b.element != bIndex) revert ITraceProofs.WrongOperand(s.b.element, bIndex);
             v.bBits = elementBits(ins[bInput], s.b);
         }
         _partials(s, v);
     }
 
+    /// @dev The operand indices of step k by op code (the op's inputs and attribute checked), and K into `v`.
     function _operands(
         OpOpening calldata op,
         TensorRef[] calldata ins,
@@ -295,34 +227,37 @@ library TraceProofs {
         }
         if (code == SUM) {
             _requireInputs(ins, 1, DTYPE_FLOAT32, code);
-            if (op.attrsHash != SUM_DIM0 && op.attrsHash != SUM_DIM1) revert BadDotInputs(code);
+            if (op.attrsHash != SUM_DIM0 && op.attrsHash != SUM_DIM1) revert ITraceProofs.BadDotInputs(code);
             (aIndex, v.length) = sumOperand(ins[0].shape, op.attrsHash == SUM_DIM1 ? 1 : 0, element, k);
             return (aIndex, 0, 0);
         }
         if (code == INDEX_SUM) {
             if (ins.length != 2 || ins[0].dtype != DTYPE_INT64 || ins[1].dtype != DTYPE_FLOAT32) {
-                revert BadDotInputs(code);
+                revert ITraceProofs.BadDotInputs(code);
             }
             // INVARIANT: `rows` is the op's committed attribute, not a number a party chose.
             if (op.attrsHash != keccak256(abi.encodePacked("[", Strings.toString(rows), "]"))) {
-                revert BadDotInputs(code);
+                revert ITraceProofs.BadDotInputs(code);
             }
             (aIndex, bIndex, v.length) = indexSumOperands(ins[0].shape, ins[1].shape, rows, element, k);
             return (aIndex, bIndex, 1);
         }
-        revert NotADotOp(code);
+        revert ITraceProofs.NotADotOp(code);
     }
 
+    /// @dev `count` inputs, all of `dtype`: what a matmul (2) or sum (1) of the trace has.
     function _requireInputs(TensorRef[] calldata ins, uint256 count, uint256 dtype, bytes32 code) private pure {
-        if (ins.length != count) revert BadDotInputs(code);
-        for (uint256 j; j < count; ++j) if (ins[j].dtype != dtype) revert BadDotInputs(code);
+        if (ins.length != count) revert ITraceProofs.BadDotInputs(code);
+        for (uint256 j; j < count; ++j) if (ins[j].dtype != dtype) revert ITraceProofs.BadDotInputs(code);
     }
 
+    /// @dev partial[k] (and partial[k-1] for k > 0) opened at their own steps in the prefix-sum root.
     function _partials(DotStep calldata s, DotStepValues memory v) private pure {
-        if (s.cur.k != s.k || !verifyPartial(s.prefixRoot, v.length, s.cur)) revert PartialNotProven(s.k);
+        if (s.cur.k != s.k || !verifyPartial(s.prefixRoot, v.length, s.cur)) revert ITraceProofs.PartialNotProven(s.k);
         v.cur = s.cur.value;
         if (s.k == 0) return; // partial[-1] = 0: the empty sum
-        if (s.prev.k != s.k - 1 || !verifyPartial(s.prefixRoot, v.length, s.prev)) revert PartialNotProven(s.k - 1);
+        if (s.prev.k != s.k - 1 || !verifyPartial(s.prefixRoot, v.length, s.prev))
+            revert ITraceProofs.PartialNotProven(s.k - 1);
         v.prev = s.prev.value;
     }
 }

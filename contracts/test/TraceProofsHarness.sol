@@ -1,15 +1,8 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-import {
-    DotStep,
-    DotStepValues,
-    ElementOpening,
-    OpOpening,
-    PartialOpening,
-    TensorRef,
-    TraceProofs
-} from "../libraries/TraceProofs.sol";
+import {TraceProofs} from "../libraries/TraceProofs.sol";
+import {DotStep, DotStepValues, ElementOpening, OpOpening, PartialOpening, TensorRef} from "../types/Trace.sol";
 
 /// @title TraceProofsHarness
 /// @notice Test-only: exposes TraceProofs so openings built by gensyn_py/proof/onchain_trace.py from a real trace
