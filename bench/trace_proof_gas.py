@@ -42,11 +42,12 @@ from gensyn_py.proof.onchain_trace import (  # noqa: E402
     open_dot_step,
     open_element,
     open_op,
+    opening_of,
+    ref_of,
     tensor_ref,
 )
 from gensyn_py.proof.prefix_sums import open_partial, prefix_root  # noqa: E402
 from gensyn_py.proof.step_trace import trace_step  # noqa: E402
-from gensyn_py.proof.tensor_commit import DTYPES, prove_element, tensor_root  # noqa: E402
 from gensyn_py.proof.trace import Trace  # noqa: E402
 from gensyn_py.train.trainer import Trainer  # noqa: E402
 from tests.unit.trainkit import dataset_for, tiny_spec  # noqa: E402
@@ -73,9 +74,7 @@ def _deploy(w3: Web3, art: dict[str, Any]) -> Any:
 
 def _deep_element() -> tuple[TensorRef, ElementOpening]:
     arr = np.arange(DEEP_ELEMENTS, dtype=np.float32)
-    e = DEEP_ELEMENTS - 5
-    p = prove_element(arr, e)
-    return TensorRef(tensor_root(arr), DTYPES["float32"], arr.shape), ElementOpening(e, p.chunk_index, p.chunk, p.proof)
+    return ref_of(arr), opening_of(arr, DEEP_ELEMENTS - 5)
 
 
 def main() -> None:

@@ -4,8 +4,9 @@ A dispute about a traced step narrows to one op, one output element and, for a m
 element, one integer multiply-add (docs/repro.md section 6).  The contract then recomputes from operands it
 must know are the committed ones; this module builds the proofs of them from a ``Trace``:
 
-- ``tensor_ref`` / ``open_element``: a tensor's root and header, and one element's chunk and Merkle path
-  (``tensor_commit.prove_element``); ``element_bits`` is what the contract returns for it;
+- ``tensor_ref`` / ``open_element`` (``ref_of`` / ``opening_of`` for a bare array): a tensor's root and
+  header, and one element's chunk and Merkle path (``tensor_commit.prove_element``); ``element_bits`` is
+  what the contract returns for it;
 - ``open_op``: an op leaf's preimage (index, code hash, attributes hash, input (id, root) list, output root)
   and its path in the trace root;
 - ``dot_operands``: which input elements step k of a dot element reads (the mirror of the contract's
@@ -27,7 +28,7 @@ import numpy as np
 from gensyn_py.crypto.hashing import keccak256, uint256
 from gensyn_py.crypto.merkle import verify_proof
 from gensyn_py.proof.prefix_sums import PartialOpening, open_partial, prefix_root
-from gensyn_py.proof.tensor_commit import DTYPES, prove_element
+from gensyn_py.proof.tensor_commit import DTYPES, prove_element, tensor_root
 from gensyn_py.proof.trace import Trace, TraceError, attrs_hash, recompute_element
 
 DOT_OPS = ("matmul", "sum", "index_sum")
@@ -86,14 +87,24 @@ class OpOpening:
         return (self.index, self.code_hash, self.attrs_hash, list(self.inputs), self.output_root, list(self.proof))
 
 
+def ref_of(arr: np.ndarray[Any, Any], root: bytes | None = None) -> TensorRef:
+    """The `TensorRef` of an array (its root computed unless given)."""
+    shape = tuple(int(d) for d in arr.shape)
+    return TensorRef(tensor_root(arr) if root is None else root, DTYPES[str(arr.dtype)], shape)
+
+
+def opening_of(arr: np.ndarray[Any, Any], element: int) -> ElementOpening:
+    """Element `element` (flat) of an array: its chunk and path (``tensor_commit.prove_element``)."""
+    p = prove_element(arr, element)
+    return ElementOpening(element, p.chunk_index, p.chunk, p.proof)
+
+
 def tensor_ref(trace: Trace, tensor_id: int) -> TensorRef:
-    v = trace.values[tensor_id]
-    return TensorRef(trace.tensor_roots[tensor_id], DTYPES[str(v.dtype)], tuple(int(d) for d in v.shape))
+    return ref_of(trace.values[tensor_id], trace.tensor_roots[tensor_id])
 
 
 def open_element(trace: Trace, tensor_id: int, element: int) -> ElementOpening:
-    p = prove_element(trace.values[tensor_id], element)
-    return ElementOpening(element, p.chunk_index, p.chunk, p.proof)
+    return opening_of(trace.values[tensor_id], element)
 
 
 def element_bits(arr: np.ndarray[Any, Any], element: int) -> int:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
+import numpy as np
 import pytest
 from web3 import Web3
 
@@ -28,6 +29,8 @@ from gensyn_py.proof.onchain_trace import (
     open_dot_step,
     open_element,
     open_op,
+    opening_of,
+    ref_of,
     tensor_ref,
 )
 from gensyn_py.proof.prefix_sums import bisect, open_partial, partial_leaf, prefix_root, verify_partial
@@ -156,6 +159,23 @@ def test_element_openings_that_lie_revert_with_named_errors(harness: Any, errors
     b = next(j for j, x in enumerate(tr.values) if x.nbytes % 32)
     assert call(tensor_ref(tr, b), replace(open_element(tr, b, tr.values[b].size - 1),
                                            element=tr.values[b].size)) == "ElementOutOfRange"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int64", "bool"])
+def test_tensors_of_odd_sizes_and_a_scalar_open_every_element(harness: Any, errors: ErrorDecoder, dtype: str) -> None:
+    """Sizes whose chunk trees promote odd nodes, a partial last chunk, a scalar; an empty tensor opens nothing."""
+    rng = np.random.default_rng(7)
+    for shape in [(), (1,), (3, 3), (9,), (5, 7), (2, 3, 11)]:
+        arr = (rng.integers(-(2**40), 2**40, size=shape) if dtype != "bool" else rng.random(shape) < 0.5)
+        arr = np.asarray(arr).astype(dtype) if dtype != "float32" else np.asarray(rng.standard_normal(shape), dtype)
+        ref = ref_of(arr)
+        picks = range(arr.size) if arr.size <= 9 else {0, 7, 8, 31, 32, arr.size // 2, arr.size - 1}
+        for e in sorted(picks):  # chunk boundaries: 8 float32 / int32, 4 int64, 32 bool per chunk
+            got = harness.functions.elementBits(ref.as_arg(), opening_of(arr, e).as_arg()).call()
+            assert got == element_bits(arr, e)
+    empty = np.zeros((0, 4), dtype)
+    assert reverts(errors, harness.functions.elementBits(ref_of(empty).as_arg(), opening_of(np.zeros(1, dtype), 0)
+                                                         .as_arg())) == "ElementOutOfRange"
 
 
 # ---- prefix sums and dot steps ----
