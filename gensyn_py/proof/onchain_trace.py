@@ -134,6 +134,8 @@ class DotOperands:
 def dot_operands(trace: Trace, op_index: int, element: int, k: int) -> DotOperands:
     """The mirror of the contract's operand maps (``_dot_operands`` in trace.py, as flat indices)."""
     op = trace.ops[op_index]
+    if not 0 <= element < trace.values[op_index].size:
+        raise TraceError(f"element {element} out of range for op {op_index}'s output")
     shapes = [trace.values[j].shape for j in op.inputs]
     if op.code == "matmul":
         (ai, bi), (*_, rows, length), cols = op.inputs, shapes[0], shapes[1][-1]

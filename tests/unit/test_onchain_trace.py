@@ -49,8 +49,11 @@ def test_operand_maps_read_the_elements_the_recomputation_reads(family: str) -> 
                 a = np.float32(a == e // out.shape[1])
             b = np.float32(1) if d.b_tensor is None else tr.values[d.b_tensor].reshape(-1)[d.b_index]
             assert _same(row[k], a) and _same(col[k], b), (family, op.code, k)
+    mm = next(i for i, op in enumerate(tr.ops) if op.code == "matmul")
     with pytest.raises(TraceError):
-        dot_operands(tr, next(i for i, op in enumerate(tr.ops) if op.code == "matmul"), 0, 10**6)
+        dot_operands(tr, mm, 0, 10**6)
+    with pytest.raises(TraceError):
+        dot_operands(tr, mm, tr.values[mm].size, 0)
 
 
 def test_bisection_ends_where_the_prefix_sums_first_part() -> None:
