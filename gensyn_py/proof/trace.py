@@ -30,6 +30,7 @@ from gensyn_py.repro import reference as R
 from gensyn_py.repro.opset import CONSTANT, ELEMENTWISE, MOVEMENT, OP_ARGS
 
 __all__ = ["DotElement", "ElementProof", "Recomputed", "Trace", "TraceError", "TraceOp", "TracingBackend",
+           "attrs_hash",
            "check_element", "dot_element", "prove_element", "recompute_element", "tensor_root", "verify_element"]
 
 SLICE_BITS = 12
@@ -73,6 +74,11 @@ def _attrs_json(attrs: tuple[Any, ...]) -> bytes:
     return json.dumps(_norm(attrs), separators=(",", ":"), sort_keys=True).encode()
 
 
+def attrs_hash(attrs: tuple[Any, ...]) -> bytes:
+    """keccak256 of an op's attributes as canonical JSON (floats as hex): the op leaf's attribute word."""
+    return keccak256(_attrs_json(attrs))
+
+
 # ---- the trace ----
 
 
@@ -105,7 +111,7 @@ class Trace:
     def op_leaf(self, i: int) -> bytes:
         """keccak256(uint256 i ++ keccak(code) ++ keccak(attrs JSON) ++ (uint256 id ++ root) per input ++ root i)."""
         op, roots = self.ops[i], self.tensor_roots
-        parts = [uint256(i), keccak256(op.code.encode()), keccak256(_attrs_json(op.attrs))]
+        parts = [uint256(i), keccak256(op.code.encode()), attrs_hash(op.attrs)]
         parts += [uint256(j) + roots[j] for j in op.inputs]
         return keccak256(b"".join([*parts, roots[i]]))
 

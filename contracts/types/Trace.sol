@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+// The calldata of TraceProofs (contracts/libraries/TraceProofs.sol); gensyn_py/proof/onchain_trace.py builds each
+// one (its `as_arg()`).
+
+/// @notice A committed tensor: its root and the header that root binds (dtype code, shape).
+struct TensorRef {
+    bytes32 root;
+    uint256 dtype;
+    uint256[] shape;
+}
+
+/// @notice One element of a tensor: its flat (row-major) index, the 32-byte chunk holding it and the chunk's
+///         Merkle path up to the tensor's data root.
+struct ElementOpening {
+    uint256 element;
+    uint256 chunkIndex;
+    bytes32 chunk;
+    bytes32[] proof;
+}
+
+/// @notice One input of a traced op: its tensor id (the op that produced it) and that tensor's root.
+struct OpInput {
+    uint256 id;
+    bytes32 root;
+}
+
+/// @notice The preimage of op leaf `index` and its Merkle path up to the trace root.
+struct OpOpening {
+    uint256 index;
+    bytes32 codeHash;
+    bytes32 attrsHash;
+    OpInput[] inputs;
+    bytes32 outputRoot;
+    bytes32[] proof;
+}
+
+/// @notice One prefix sum partial[k] of a dot element and its Merkle path up to the prefix-sum root.
+struct PartialOpening {
+    uint256 k;
+    int256 value;
+    bytes32[] proof;
+}
+
+/// @notice Step k of a dot element: the operand pair (a_k, b_k) opened in the op's input tensors, and the
+///         prefix sums around it (partial[k-1], unused when k = 0, and partial[k]) opened in `prefixRoot`.
+struct DotStep {
+    uint256 k;
+    ElementOpening a;
+    ElementOpening b;
+    bytes32 prefixRoot;
+    PartialOpening prev;
+    PartialOpening cur;
+}
+
+/// @notice What a proven dot step hands to the arithmetic: float32 bits of a_k and b_k, the two prefix sums
+///         and the length K of the sum.
+struct DotStepValues {
+    uint256 aBits;
+    uint256 bBits;
+    int256 prev;
+    int256 cur;
+    uint256 length;
+}
