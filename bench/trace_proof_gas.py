@@ -39,6 +39,7 @@ from gensyn_py.proof.onchain_trace import (  # noqa: E402
     TensorRef,
     dot_partials,
     dot_step_args,
+    element_check,
     open_dot_step,
     open_element,
     open_op,
@@ -102,6 +103,12 @@ def main() -> None:
             p = open_partial(sums, len(sums) // 2)
             rows.append((f"prefix sum, K = {len(sums)}", len(p.proof),
                          h.verifyPartial(prefix_root(sums), len(sums), p.as_arg()).estimate_gas()))
+        es = _deploy(w3, artifacts["ElementStepHarness"]).functions
+        for code in ("add", "mul"):
+            i = next(i for i, o in enumerate(tr.ops) if o.code == code)
+            arg = element_check(tr, i, 0)
+            rows.append((f"ElementStep.check, {code} (opens 3 elements + op leaf)", len(arg[4][3]),
+                         es.check(tr.root, arg).estimate_gas()))
         step = open_dot_step(tr, mm, 5, len(partial) // 2)
         rows.append((f"openDotStep, matmul K = {len(partial)}", len(step.a.proof),
                      h.openDotStep(*dot_step_args(tr, mm, 5, step)).estimate_gas()))
@@ -110,7 +117,8 @@ def main() -> None:
     for label, depth, gas in rows:
         print(f"{label:<52}{depth:>6}{gas:>10,}{gas - INTRINSIC:>17,}")
     print(f"runtime {time.time() - t0:.1f}s")
-    keys = ["element_demo", "element_depth16", "op_leaf", "prefix_sum_demo", "prefix_sum_k4096", "dot_step"]
+    keys = ["element_demo", "element_depth16", "op_leaf", "prefix_sum_demo", "prefix_sum_k4096", "element_step_add",
+            "element_step_mul", "dot_step"]
     out: dict[str, object] = {f"{k}_gas": g for k, (_, _, g) in zip(keys, rows, strict=True)}
     out.update({f"{k}_depth": d for k, (_, d, _) in zip(keys, rows, strict=True)})
     out["trace_ops"] = len(tr.ops)

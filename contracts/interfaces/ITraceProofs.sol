@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-/// @title The custom errors of TraceProofs: why an opening of a repro trace is refused.
+/// @title The custom errors of TraceProofs and ElementStep: why an opening of a repro trace is refused.
 /// @notice Declared once here (as ITaskPool declares the pool libraries' errors) and raised as `ITraceProofs.X`
-///         by `contracts/libraries/TraceProofs.sol`; each carries the offending values.
+///         by `contracts/libraries/TraceProofs.sol` and `contracts/libraries/ElementStep.sol`; each carries the
+///         offending values.
 interface ITraceProofs {
     /// @notice Thrown for a dtype code other than float32 1, int32 2, int64 3, bool 4.
     error UnknownDtype(uint256 dtype);
@@ -27,4 +28,14 @@ interface ITraceProofs {
     error WrongOperand(uint256 element, uint256 expected);
     /// @notice Thrown when partial[k] is not opened at k or not in the prefix-sum root.
     error PartialNotProven(uint256 k);
+    /// @notice Thrown when an elementwise recomputation is asked of an op that is not elementwise.
+    error NotElementwise(bytes32 codeHash);
+    /// @notice Thrown when an input of `inDims` dims cannot broadcast to an output of `outDims` dims.
+    error BadBroadcast(uint256 outDims, uint256 inDims);
+    /// @notice Thrown when an elementwise op is given another number of inputs (`count`) than it takes.
+    error BadElementInputs(bytes32 codeHash, uint256 count);
+    /// @notice Thrown when the attributes given do not hash to the op leaf's (or cannot be written as it writes them).
+    error BadAttributes(bytes32 attrsHash);
+    /// @notice Thrown when the output header given is not the op leaf's output, or not of the op's dtype.
+    error OutputMismatch(uint256 index);
 }

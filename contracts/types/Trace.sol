@@ -63,3 +63,15 @@ struct DotStepValues {
     int256 cur;
     uint256 length;
 }
+
+/// @notice The last move over an elementwise op (`ElementStep.check`): the op leaf, its input headers in the op's
+///         order with the input elements output element `outEl.element` reads, the output header and that
+///         element, and clamp's two bounds as doubles (zero for the other ops).
+struct ElementCheck {
+    OpOpening op;
+    TensorRef[] ins;
+    ElementOpening[] inEls;
+    TensorRef out;
+    ElementOpening outEl;
+    uint64[2] bounds;
+}

@@ -19,6 +19,7 @@ Every ``as_arg`` is the tuple web3 encodes for the matching Solidity struct.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ from gensyn_py.crypto.hashing import keccak256, uint256
 from gensyn_py.crypto.merkle import verify_proof
 from gensyn_py.proof.prefix_sums import PartialOpening, open_partial, prefix_root
 from gensyn_py.proof.tensor_commit import DTYPES, prove_element, tensor_root
-from gensyn_py.proof.trace import Trace, TraceError, attrs_hash, recompute_element
+from gensyn_py.proof.trace import Trace, TraceError, attrs_hash, bcast, recompute_element
 
 DOT_OPS = ("matmul", "sum", "index_sum")
 FLOAT32_ONE = 0x3F800000
@@ -111,6 +112,28 @@ def element_bits(arr: np.ndarray[Any, Any], element: int) -> int:
     """The element's little-endian bytes as an unsigned integer: what ``TraceProofs.elementBits`` returns."""
     one = np.ascontiguousarray(arr.reshape(-1)[element : element + 1])
     return int.from_bytes(one.astype(one.dtype.newbyteorder("<")).tobytes(), "little")
+
+
+def double_bits(v: float) -> int:
+    """The IEEE-754 binary64 bits of `v` (how a float attribute reaches the contract)."""
+    return int(struct.unpack("<Q", struct.pack("<d", v))[0])
+
+
+def element_check(trace: Trace, i: int, element: int) -> tuple[Any, ...]:
+    """The `ElementCheck` calldata (`contracts/types/Trace.sol`) of output element `element` of elementwise op `i`:
+    the op leaf, its inputs' headers and the input elements that element reads (numpy broadcasting, as
+    `trace.bcast`), the output header and element, and clamp's bounds as doubles."""
+    op = trace.ops[i]
+    out_shape = trace.values[i].shape
+    pos = np.unravel_index(element, out_shape) if out_shape else ()
+    in_els = []
+    for j in op.inputs:
+        shape = trace.values[j].shape
+        at = int(np.ravel_multi_index(bcast(pos, shape), shape)) if shape else 0
+        in_els.append(open_element(trace, j, at).as_arg())
+    bounds = [double_bits(op.attrs[0]), double_bits(op.attrs[1])] if op.code == "clamp" else [0, 0]
+    return (open_op(trace, i).as_arg(), [tensor_ref(trace, j).as_arg() for j in op.inputs], in_els,
+            tensor_ref(trace, i).as_arg(), open_element(trace, i, element).as_arg(), bounds)
 
 
 def open_op(trace: Trace, i: int) -> OpOpening:

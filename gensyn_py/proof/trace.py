@@ -291,7 +291,7 @@ def recompute_element(trace: Trace, op_index: int, element: int) -> Recomputed:
     if op.code in CONSTANT:
         return Recomputed(np.asarray(R.execute(op.code, [], op.attrs)).reshape(-1)[element])
     if op.code in ELEMENTWISE:
-        scalars = [x[_bcast(pos, x.shape)] for x in ins]
+        scalars = [x[bcast(pos, x.shape)] for x in ins]
         return Recomputed(np.asarray(R.execute(op.code, [np.asarray(s) for s in scalars], op.attrs)).reshape(()))
     if op.code in MOVEMENT:
         return Recomputed(_moved(op, ins, shape, element))
@@ -317,7 +317,7 @@ def check_element(trace: Trace, op_index: int, element: int) -> bool:
     return R.same_bits(np.asarray(got, dtype=want.dtype), np.asarray(want))
 
 
-def _bcast(pos: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+def bcast(pos: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
     """The index into an input of `shape` broadcast against an output position."""
     tail = pos[len(pos) - len(shape):] if shape else ()
     return tuple(0 if d == 1 else int(i) for i, d in zip(tail, shape, strict=True))

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {ElementStep} from "../libraries/ElementStep.sol";
+import {ElementCheck} from "../types/Trace.sol";
+
+/// @title ElementStepHarness: the ElementStep library behind external functions, for tests and gas figures.
+contract ElementStepHarness {
+    /// @notice `ElementStep.compute` over a batch: row i of `x` holds op `code`'s input bits for case i.
+    function computeBatch(
+        bytes32 code,
+        uint256[][] calldata x,
+        uint256[] calldata dtypes,
+        uint64[2] calldata bounds
+    ) external pure returns (uint256[] memory out) {
+        out = new uint256[](x.length);
+        uint32 lo = ElementStep.toFloat32(bounds[0]);
+        uint32 hi = ElementStep.toFloat32(bounds[1]);
+        for (uint256 i; i < x.length; ++i) out[i] = ElementStep.compute(code, x[i], dtypes, lo, hi);
+    }
+
+    /// @notice `ElementStep.broadcastIndex` for several output elements.
+    function broadcastBatch(
+        uint256[] calldata outShape,
+        uint256[] calldata inShape,
+        uint256[] calldata elements
+    ) external pure returns (uint256[] memory out) {
+        out = new uint256[](elements.length);
+        for (uint256 i; i < elements.length; ++i) out[i] = ElementStep.broadcastIndex(outShape, inShape, elements[i]);
+    }
+
+    /// @notice `ElementStep.hexDouble` and `ElementStep.toFloat32`.
+    function double(uint64 d) external pure returns (string memory, uint32) {
+        return (string(ElementStep.hexDouble(d)), ElementStep.toFloat32(d));
+    }
+
+    /// @notice `ElementStep.check`, plus whether the committed output is the recomputed one.
+    function check(
+        bytes32 traceRoot,
+        ElementCheck calldata c
+    ) external pure returns (uint256 expected, uint256 committed, bool same) {
+        uint256 dtype;
+        (expected, committed, dtype) = ElementStep.check(traceRoot, c);
+        same = ElementStep.same(dtype, expected, committed);
+    }
+}
