@@ -37,6 +37,7 @@ from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
 from gensyn_py.proof.onchain_trace import (  # noqa: E402
     ElementOpening,
     TensorRef,
+    dot_move,
     dot_partials,
     dot_step_args,
     element_check,
@@ -109,6 +110,10 @@ def main() -> None:
             arg = element_check(tr, i, 0)
             rows.append((f"ElementStep.check, {code} (opens 3 elements + op leaf)", len(arg[4][3]),
                          es.check(tr.root, arg).estimate_gas()))
+        ds = _deploy(w3, artifacts["DotElementStepHarness"]).functions
+        move = dot_move(tr, mm, 5, len(partial) // 2)
+        rows.append((f"DotElementStep.check, matmul K = {len(partial)} (+ 2 witnesses)", len(move[4][1][3]),
+                     ds.check(tr.root, move).estimate_gas()))
         step = open_dot_step(tr, mm, 5, len(partial) // 2)
         rows.append((f"openDotStep, matmul K = {len(partial)}", len(step.a.proof),
                      h.openDotStep(*dot_step_args(tr, mm, 5, step)).estimate_gas()))
@@ -118,7 +123,7 @@ def main() -> None:
         print(f"{label:<52}{depth:>6}{gas:>10,}{gas - INTRINSIC:>17,}")
     print(f"runtime {time.time() - t0:.1f}s")
     keys = ["element_demo", "element_depth16", "op_leaf", "prefix_sum_demo", "prefix_sum_k4096", "element_step_add",
-            "element_step_mul", "dot_step"]
+            "element_step_mul", "dot_element_step", "dot_step"]
     out: dict[str, object] = {f"{k}_gas": g for k, (_, _, g) in zip(keys, rows, strict=True)}
     out.update({f"{k}_depth": d for k, (_, d, _) in zip(keys, rows, strict=True)})
     out["trace_ops"] = len(tr.ops)

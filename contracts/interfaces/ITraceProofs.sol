@@ -3,7 +3,8 @@ pragma solidity ^0.8.24;
 
 /// @title The custom errors of TraceProofs and ElementStep: why an opening of a repro trace is refused.
 /// @notice Declared once here (as ITaskPool declares the pool libraries' errors) and raised as `ITraceProofs.X`
-///         by `contracts/libraries/TraceProofs.sol` and `contracts/libraries/ElementStep.sol`; each carries the
+///         by `contracts/libraries/TraceProofs.sol`, `contracts/libraries/ElementStep.sol` and
+///         `contracts/libraries/DotElementStep.sol`; each carries the
 ///         offending values.
 interface ITraceProofs {
     /// @notice Thrown for a dtype code other than float32 1, int32 2, int64 3, bool 4.
@@ -38,4 +39,6 @@ interface ITraceProofs {
     error BadAttributes(bytes32 attrsHash);
     /// @notice Thrown when the output header given is not the op leaf's output, or not of the op's dtype.
     error OutputMismatch(uint256 index);
+    /// @notice Thrown when a claimed block exponent is not the exponent field `found` of its witness entry.
+    error BlockNotReached(uint256 claimed, uint256 found);
 }

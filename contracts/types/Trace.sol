@@ -75,3 +75,26 @@ struct ElementCheck {
     ElementOpening outEl;
     uint64[2] bounds;
 }
+
+/// @notice An entry of a dot element's row of A (or column of B) at step `k`, opened: the witness that the block
+///         exponent a party claims is reached (its exponent field equals the claim).
+struct BlockWitness {
+    uint256 k;
+    ElementOpening opening;
+}
+
+/// @notice The last move over a dot element (`DotElementStep.check`): step `step.k` of output element `element` of
+///         dot op `op` (as `TraceProofs.openDotStep` takes it), the block exponents the mover computed with and a
+///         witness entry for each (B's for matmul and index_sum; A's for matmul and sum; the ones of a sum and the
+///         one-hot rows of an index_sum have block exponent 127 and need none).
+struct DotMove {
+    OpOpening op;
+    TensorRef[] ins;
+    uint256 rows;
+    uint256 element;
+    DotStep step;
+    uint256 blockA;
+    uint256 blockB;
+    BlockWitness aMax;
+    BlockWitness bMax;
+}

@@ -221,3 +221,43 @@ def dot_step_args(trace: Trace, op_index: int, element: int, step: DotStep) -> t
     rows = int(op.attrs[0]) if op.code == "index_sum" else 0
     ins = [tensor_ref(trace, j).as_arg() for j in op.inputs]
     return (trace.root, open_op(trace, op_index).as_arg(), ins, rows, element, step.as_arg())
+
+
+def exponent_field(bits: int) -> int:
+    """`ExactDot.exponentField`: max(biased exponent field, 1), a non-finite entry counting as 0 (so 1)."""
+    field = (bits >> 23) & 0xFF
+    return 1 if field in (0, 0xFF) else field
+
+
+ONE_BLOCK = 127  # the block exponent of float32 1.0: a sum's ones, an index_sum's one-hot rows
+
+
+def _witness(trace: Trace, tensor: int | None, indices: list[int]) -> tuple[int, tuple[Any, ...]]:
+    """(k, opening) of the entry with the largest exponent field among `indices` of `tensor`: the witness of a
+    block exponent; a zero witness where none is needed (`tensor` None)."""
+    if tensor is None:
+        return (0, NO_ELEMENT.as_arg())
+    flat = trace.values[tensor].reshape(-1)
+    fields = [exponent_field(element_bits(flat, i)) for i in indices]
+    k = max(range(len(indices)), key=lambda j: fields[j])
+    return (k, open_element(trace, tensor, indices[k]).as_arg())
+
+
+def dot_move(trace: Trace, op_index: int, element: int, k: int, partial: Sequence[int] | None = None,
+             blocks: tuple[int, int] | None = None) -> tuple[Any, ...]:
+    """The `DotMove` calldata (`contracts/types/Trace.sol`) of step k of output element `element` of dot op
+    `op_index`, against the prefix sums `partial` (the honest ones by default) and the block exponents `blocks`
+    (the rule's by default), with a witness entry for each block exponent the rule does not fix."""
+    op = trace.ops[op_index]
+    d = recompute_element(trace, op_index, element).detail
+    if d is None:
+        raise TraceError(f"op {op_index} ({op.code}) is not a dot op")
+    block_a, block_b = blocks if blocks is not None else (d.block_a, d.block_b)
+    steps = [dot_operands(trace, op_index, element, j) for j in range(len(d.a))]
+    a_wit = _witness(trace, None if op.code == "index_sum" else steps[0].a_tensor, [s.a_index for s in steps])
+    b_wit = _witness(trace, None if op.code == "sum" else steps[0].b_tensor,
+                     [s.b_index for s in steps if s.b_index is not None])
+    step = open_dot_step(trace, op_index, element, k, partial)
+    rows = int(op.attrs[0]) if op.code == "index_sum" else 0
+    ins = [tensor_ref(trace, j).as_arg() for j in op.inputs]
+    return (open_op(trace, op_index).as_arg(), ins, rows, element, step.as_arg(), block_a, block_b, a_wit, b_wit)
