@@ -95,7 +95,8 @@ class _Counting(StandingGauges):
 
     def __init__(self, clock: list[float]) -> None:
         self.fail = False
-        super().__init__(_NoChain(), "0xnode"  # type: ignore[arg-type], DaemonMetrics("solver-gh"), interval=5.0, clock=lambda: clock[0])
+        chain: Any = _NoChain()
+        super().__init__(chain, "0xnode", DaemonMetrics("solver-gh"), interval=5.0, clock=lambda: clock[0])
 
     def refresh(self) -> None:
         if self.fail:
