@@ -7,6 +7,7 @@ are read with one `claimInfo` call per node, all at one block, so the list is wh
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gensyn_py.chain.contracts import ProtocolContracts
@@ -30,7 +31,8 @@ def declared_hardware(protocol: ProtocolContracts, to_block: int) -> dict[str, H
             *contract.events.HardwareUpdated().get_logs(from_block=start, to_block=to_block)]
     latest: dict[str, Hardware] = {}
     for e in sorted(logs, key=lambda e: (e["blockNumber"], e["logIndex"])):
-        latest[str(e["args"]["node"])] = Hardware.from_abi(e["args"]["hw"])
+        hw = e["args"]["hw"]  # web3 decodes an event's struct as a mapping by field name
+        latest[str(e["args"]["node"])] = Hardware.from_mapping(hw) if isinstance(hw, Mapping) else Hardware.from_abi(hw)
     return latest
 
 

@@ -80,8 +80,7 @@ def render_market(report: MarketReport, est: Estimate, cloud: CloudPrices, devic
     note = f"cloud prices as of {cloud.date} ({cloud.source}); override with --cloud-prices FILE"
     if not report.read:
         return Group(report.reason, note)
-    table = Table("device", "solvers", "min", "median", "eligible", "winning price", "solver pay at it",
-                  "cloud $ (training)", title=f"what solvers ask on-chain (block {report.block}), "
+    table = Table("device", "solvers", "min", "median", "eligible", "wins at", "job at it", "cloud $", title=f"what solvers ask on-chain (block {report.block}), "
                   f"per unit in tokens", title_justify="left")
     for c in report.classes:
         pay = "-"
@@ -90,8 +89,10 @@ def render_market(report: MarketReport, est: Estimate, cloud: CloudPrices, devic
             usd = "" if est.token_usd is None else f" (~${total / E18 * est.token_usd:,.2f})"
             pay = f"{format_tokens(total)}{usd}"
         win = _tokens(c.winning_price) + (f" ({c.tied} tied)" if c.tied > 1 else "")
-        name = c.device + (" (this job)" if c.device == device else "")
+        name = c.device + (" *" if c.device == device else "")
         table.add_row(name, str(c.solvers), _tokens(c.min_price), _tokens(c.median_price), str(c.eligible), win,
                       pay, _cloud_for(est, c.device))
-    return Group(table, "winning price: the highest claim score (contracts/libraries/Scoring.sol) among solvers "
-                        "that fit the job and ask at most --max-price", note)
+    return Group(table, "* this spec's device class; wins at: the price of the solver with the highest claim score "
+                        "(contracts/libraries/Scoring.sol) among those that fit the job and ask at most --max-price; "
+                        "job at it: every unit at that price; cloud $: the training alone on the cheapest on-demand "
+                        "machine of the class", note)
