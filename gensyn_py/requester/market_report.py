@@ -80,8 +80,9 @@ def render_market(report: MarketReport, est: Estimate, cloud: CloudPrices, devic
     note = f"cloud prices as of {cloud.date} ({cloud.source}); override with --cloud-prices FILE"
     if not report.read:
         return Group(report.reason, note)
-    table = Table("device", "solvers", "min", "median", "eligible", "wins at", "job at it", "cloud $", title=f"what solvers ask on-chain (block {report.block}), "
-                  f"per unit in tokens", title_justify="left")
+    title = f"what solvers ask on-chain (block {report.block}), per unit in tokens"
+    table = Table("device", "solvers", "min", "median", "eligible", "wins at", "job at it", "cloud $", title=title,
+                  title_justify="left")
     for c in report.classes:
         pay = "-"
         if c.winning_price is not None:
