@@ -306,6 +306,16 @@ class Reputation(Struct):
 
 
 @dataclass(frozen=True)
+class ClaimInfo:
+    """`NodeRegistry.claimInfo`: what `TaskPool.claim` checks of a solver and scores it on (one call)."""
+
+    roles: int
+    jailed: bool  # jailed until it calls `unjail` (a jail term, over or not)
+    hardware: Hardware
+    reputation: Reputation
+
+
+@dataclass(frozen=True)
 class Standing:
     """Whether a node may serve: jail term and validator-set membership (`NodeRegistry.jailedUntil`,
     `isValidator`, `bondedOf` against `minValidatorStake`). Not one ABI struct: built by `registry.standing`."""

@@ -14,7 +14,7 @@ from web3.types import TxReceipt
 
 from gensyn_py.chain.bound import Block, BoundContract
 from gensyn_py.chain.draw import ValidatorEntry
-from gensyn_py.types import Hardware, Reputation, Standing, Unbonding
+from gensyn_py.types import ClaimInfo, Hardware, Reputation, Standing, Unbonding
 
 
 class NodeRegistry(BoundContract):
@@ -101,6 +101,12 @@ class NodeRegistry(BoundContract):
             bonded=self.bonded_of(node, block=block),
             min_validator_stake=self.min_validator_stake(block=block),
         )
+
+    def claim_info(self, node: str, *, block: Block = "latest") -> ClaimInfo:
+        """Roles, jail, hardware and reputation in one call: what `claim` checks and scores a solver on."""
+        roles, jailed, hw, completed, missed, frauds = self.call("claimInfo", node, block=block)
+        return ClaimInfo(int(roles), bool(jailed), Hardware.from_abi(hw),
+                         Reputation(int(completed), int(missed), int(frauds)))
 
     def reputation_of(self, node: str, *, block: Block = "latest") -> Reputation:
         return Reputation.from_abi(self.call("reputationOf", node, block=block))

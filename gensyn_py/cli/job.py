@@ -261,20 +261,32 @@ def claim(settings: Settings, key: str | None, keystore: Path | None, password: 
 @click.option("--hardware", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="JSON overriding the hardware table: {\"h100\": {\"usd_per_hour\": 2.2}}.")
 @click.option("--token-usd", type=float, default=None, help="Token price in USD, to show the escrow in dollars.")
+@click.option("--cloud-prices", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="JSON with dated on-demand prices: {\"date\": \"2026-12-01\", \"usd_per_hour\": {\"h100\": 2.2}}.")
+@click.option("--min-throughput", default=0, show_default=True, type=click.IntRange(min=0),
+              help="The job's minimum solver throughput, as `job submit` takes it (scores the live prices).")
+@click.option("--offline", is_flag=True, help="Do not read the solvers' prices from the chain.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.pass_obj
 def estimate(settings: Settings, spec_path: Path, dataset_file: Path | None, max_price: str,
-             deployment: Path | None, hardware: Path | None, token_usd: float | None, as_json: bool) -> None:
-    """Price SPEC: FLOPs, time per hardware class, tokens, the on-demand cloud equivalent, and both verification
-    modes (repro, the default, and exact) side by side. Offline."""
+             deployment: Path | None, hardware: Path | None, token_usd: float | None, cloud_prices: Path | None,
+             min_throughput: int, offline: bool, as_json: bool) -> None:
+    """Price SPEC: FLOPs, time per hardware class, tokens, the on-demand cloud equivalent (a dated table), both
+    verification modes (repro, the default, and exact) side by side, and what solvers on the chain ask per device
+    class (when an RPC node and a deployment are reachable; the rest works offline)."""
     from gensyn_py.devnet.deploy import DEFAULT_PARAMS
     from gensyn_py.requester import estimate as est
+    from gensyn_py.requester import modes
     from gensyn_py.requester.amounts import parse_tokens
+    from gensyn_py.requester.cloud import BUILT_IN, load_cloud_prices
+    from gensyn_py.requester.live_prices import JobNeeds
+    from gensyn_py.requester.market_report import read_market, render_market
     from gensyn_py.requester.spec_file import load_spec
     from gensyn_py.types import PoolParams
 
     spec = load_spec(spec_path, None, dataset_file).spec
     source, raw = "protocol defaults", dict(DEFAULT_PARAMS)
+    explicit = deployment
     if deployment is None and settings.chain_id is not None:
         candidate = settings.deployments_dir / f"{settings.chain_id}.json"
         deployment = candidate if candidate.is_file() else None
@@ -282,17 +294,20 @@ def estimate(settings: Settings, spec_path: Path, dataset_file: Path | None, max
         from gensyn_py.chain.contracts import read_deployment
 
         raw, source = {**raw, **read_deployment(deployment).get("params", {})}, str(deployment)
-    table = est.load_hardware(hardware) if hardware else est.HARDWARE
-    from gensyn_py.requester import modes
-
+    cloud = load_cloud_prices(cloud_prices) if cloud_prices else BUILT_IN
+    table = cloud.apply(est.load_hardware(hardware) if hardware else est.HARDWARE)
     price, pool = parse_tokens(max_price, "--max-price"), PoolParams.from_mapping(raw)
     result = est.estimate(spec, price, pool, table, token_usd)
     both = modes.compare(spec, price, pool, table)
+    needs = JobNeeds(price, spec.hardware.min_memory_mb, min_throughput)
+    market = read_market(settings, explicit, needs, offline)
     if as_json:
         click.echo(json.dumps({**result.to_json(), "mode": spec.mode, "modes": [m.to_json() for m in both],
-                               "poolParams": source}, indent=2))
+                               "poolParams": source, "cloudPrices": cloud.to_json(),
+                               "onChainPrices": market.to_json()}, indent=2))
         return
     console = Console()
     console.print(est.render(result, spec))
     console.print(modes.render(both, spec.mode))
+    console.print(render_market(market, result, cloud, spec.hardware.device_class))
     console.print(f"pool parameters: {source}")

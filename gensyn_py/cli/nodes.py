@@ -29,6 +29,8 @@ def node_options(fn: F) -> F:
         click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help="Where the daemon keeps its SQLite state (default .gensyn/<role>-<address>)."),
         click.option("--metrics-port", type=int, default=None, help="Serve Prometheus metrics on this port."),
+        click.option("--metrics-host", default="127.0.0.1", show_default=True,
+                     help="Address the metrics endpoint binds (0.0.0.0 for every interface: only on purpose)."),
         click.option("--poll-interval", type=float, default=1.0, show_default=True, help="Seconds between cycles."),
         click.option("--stake", "stake_tokens", type=float, default=1000.0, show_default=True,
                      help="Tokens to keep bonded."),
@@ -83,7 +85,7 @@ def build_config(settings: Settings, role: str, opts: dict[str, Any], price: int
     state_dir.mkdir(parents=True, exist_ok=True)
     metrics = DaemonMetrics(name)
     if opts["metrics_port"] is not None:
-        metrics.serve(opts["metrics_port"])
+        metrics.serve(opts["metrics_port"], opts["metrics_host"])
     config = NodeConfig(
         protocol=protocol, account=account, store=open_store(settings.store),
         state=DaemonState(state_dir / "state.sqlite"), hardware=measure(price_per_unit=price),

@@ -119,6 +119,9 @@ class Daemon(ABC):
     def on_start(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Runs before the first cycle (register, stake, ...); retried like a cycle until it succeeds."""
 
+    def after_cycle(self) -> None:  # noqa: B027 - an optional hook, empty by default
+        """Runs after each successful cycle (refresh gauges); must not raise: it is outside the triage."""
+
     def on_stop(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Called once by `run_forever()` on the way out, fatal or not."""
 
@@ -251,6 +254,7 @@ class Daemon(ABC):
             )
             return delay
         self.metrics.cycle_done(time.monotonic() - started)
+        self.after_cycle()
         if self.failures:
             self.log.info("cycle.recovered", after_failures=self.failures)
         self.failures = 0

@@ -1,9 +1,13 @@
-"""Prometheus metrics of one daemon, in its own registry, served on loopback.
+"""Prometheus metrics of one daemon, in its own registry, served on loopback unless told another address.
 
 Every series carries a `daemon` label (the daemon's name), so several
 daemons scraped by one Prometheus stay apart. Each `DaemonMetrics` owns a
 `CollectorRegistry`, so two daemons in one process (tests, the demo) never
 collide on the global registry.
+
+Besides what the daemon counts itself, it mirrors its node's standing on the chain (stake by state,
+reputation, the slashes it took, claimable credit), refreshed by `gensyn_py/node/standing_gauges.py` every few
+seconds. `dashboards/gensyn-node.json` is a Grafana dashboard over these names.
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ import threading
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
+
+STAKE_STATES = ("bonded", "locked", "unbonding")
+REPUTATION_KINDS = ("completed", "missed", "frauds")
 
 
 class DaemonMetrics:
@@ -44,12 +51,27 @@ class DaemonMetrics:
             "gensyn_quarantined", "Jobs quarantined, by error class", [*labels, "kind"], registry=r
         )
         self._quarantine_size = Gauge("gensyn_quarantine_jobs", "Jobs now in quarantine", labels, registry=r)
+        self._stake = Gauge("gensyn_stake_tokens", "This node's stake on the chain, by state "
+                            "(bonded includes locked)", [*labels, "state"], registry=r)
+        self._reputation = Gauge("gensyn_reputation", "This node's reputation counters on the chain, by kind",
+                                 [*labels, "kind"], registry=r)
+        self._slashes = Gauge("gensyn_slashes", "Times this node was slashed (registry Slashed events)", labels,
+                              registry=r)
+        self._slashed = Gauge("gensyn_slashed_tokens", "Tokens slashed from this node in all", labels, registry=r)
+        self._credit = Gauge("gensyn_credit_tokens", "Credit this node can claim from the pool now", labels,
+                             registry=r)
+        self._standing_block = Gauge("gensyn_standing_block", "Block the standing gauges were read at", labels,
+                                     registry=r)
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
         # Touch the unlabelled-by-kind series so they show as 0 from the start.
         for metric in (self._units_done, self._earnings, self._last_block, self._cycles, self._backoff,
-                       self._quarantine_size):
+                       self._quarantine_size, self._slashes, self._slashed, self._credit, self._standing_block):
             metric.labels(daemon=daemon)
+        for state in STAKE_STATES:
+            self._stake.labels(daemon=daemon, state=state)
+        for kind in REPUTATION_KINDS:
+            self._reputation.labels(daemon=daemon, kind=kind)
 
     # -- updates -----------------------------------------------------------------------------
 
@@ -93,6 +115,18 @@ class DaemonMetrics:
     def set_backoff(self, seconds: float) -> None:
         self._backoff.labels(daemon=self.daemon).set(seconds)
 
+    def set_standing(self, *, block: int, stake: dict[str, float], reputation: dict[str, int], slashes: int,
+                     slashed: float, credit: float) -> None:
+        """The node's standing on the chain at `block` (tokens as floats, counts as integers)."""
+        for state in STAKE_STATES:
+            self._stake.labels(daemon=self.daemon, state=state).set(stake[state])
+        for kind in REPUTATION_KINDS:
+            self._reputation.labels(daemon=self.daemon, kind=kind).set(reputation[kind])
+        self._slashes.labels(daemon=self.daemon).set(slashes)
+        self._slashed.labels(daemon=self.daemon).set(slashed)
+        self._credit.labels(daemon=self.daemon).set(credit)
+        self._standing_block.labels(daemon=self.daemon).set(block)
+
     # -- reading -----------------------------------------------------------------------------
 
     def value(self, name: str, **labels: str) -> float | None:
@@ -106,7 +140,9 @@ class DaemonMetrics:
     # -- serving -----------------------------------------------------------------------------
 
     def serve(self, port: int = 0, host: str = "127.0.0.1") -> int:
-        """Serve /metrics on `host:port` in a background thread; port 0 picks a free one. Returns the port."""
+        """Serve /metrics on `host:port` in a background thread; port 0 picks a free one. Returns the port.
+
+        Loopback by default: an operator opens it wider (`--metrics-host`) only on purpose."""
         if self._server is not None:
             return int(self._server.server_address[1])
         server, thread = start_http_server(port, addr=host, registry=self.registry)

@@ -29,6 +29,7 @@ from gensyn_py.node.hardware import HardwareProfile
 from gensyn_py.node.metrics import DaemonMetrics
 from gensyn_py.node.quarantine import CRASHES_BEFORE_QUARANTINE, Quarantine, is_network_error
 from gensyn_py.node.replay_class import ReplayClass, short
+from gensyn_py.node.standing_gauges import StandingGauges
 from gensyn_py.node.state import DaemonState
 from gensyn_py.proof.content import JobContent
 from gensyn_py.storage.base import ContentStore
@@ -91,6 +92,7 @@ class NodeDaemon(Daemon):
         self.token = protocol.token(self.sender)
         self.committee = protocol.committee(self.sender)
         self.quarantine = Quarantine(config.state)
+        self.gauges = StandingGauges(protocol, self.address, self.metrics)
 
     # -- joining the network -----------------------------------------------------------------
 
@@ -116,6 +118,10 @@ class NodeDaemon(Daemon):
         self.check_standing()
         self.metrics.set_earnings(int(self.state.get("earned", 0)) / E18)
         warm_up()
+
+    def after_cycle(self) -> None:
+        """Mirror this node's stake, reputation, slashes and credit in the metrics (every few seconds at most)."""
+        self.gauges.maybe_refresh()
 
     def sync_replay_class(self) -> None:
         """Declare the measured replay class on chain when it differs from the registered one (new node, new

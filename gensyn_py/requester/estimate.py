@@ -15,9 +15,11 @@ windows, which are reported apart (`protocol_wait_s`, a lower bound: one
 challenge window per phase). The cloud figure is what the training alone would
 cost on one on-demand machine of that class: no verification, no protocol.
 
-The hardware table is an assumption (2026 list prices and typical sustained
+The hardware table is an assumption (on-demand list prices as of
+`gensyn_py/requester/cloud.py`'s `PRICES_AS_OF` and typical sustained
 throughput for fp32 training with TF32 off, as mode `exact` runs it); override
-any entry with a JSON file, see `load_hardware`.
+any entry with a JSON file, see `load_hardware`, or only the prices with a dated
+file, see `gensyn_py/requester/cloud.py`.
 """
 
 from __future__ import annotations
@@ -239,6 +241,6 @@ def render(est: Estimate, spec: JobSpec) -> RenderableType:
     for h in est.hardware:
         hw.add_row(h.name, "yes" if h.eligible else "no", duration(h.unit_s), duration(h.wall_s),
                    duration(h.compute_s), "< $0.01" if h.cloud_usd < 0.01 else f"${h.cloud_usd:,.2f}")
-    note = ("throughputs and prices are assumptions (2026 on-demand list prices); "
+    note = ("throughputs and prices are assumptions (on-demand list prices, dated below); "
             "override them with --hardware FILE")
     return Group(job, hw, note)

@@ -237,3 +237,21 @@ def test_stop_from_another_thread_ends_the_wait(state: DaemonState) -> None:
     started = time.monotonic()
     assert daemon.run_forever(install_signals=False) == 0
     assert time.monotonic() - started < 10
+
+
+def test_after_cycle_runs_after_each_successful_cycle_only(state: DaemonState) -> None:
+    """The hook the role daemons refresh their standing gauges from (`NodeDaemon.after_cycle`)."""
+    daemon = Recorder(state, [rec(1, 0), rec(2, 0)])
+    calls: list[int] = []
+    daemon.after_cycle = lambda: calls.append(len(daemon.seen))  # type: ignore[method-assign]
+    failures = [ChainError("rpc hiccup")]
+
+    def flaky(r: EventRecord) -> None:
+        if r.position == (2, 0) and failures:
+            raise failures.pop()
+
+    daemon.on_event = flaky
+    daemon.step()  # fails on (2, 0): no refresh
+    assert calls == []
+    daemon.step()
+    assert calls == [2]
