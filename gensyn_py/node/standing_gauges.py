@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.node.metrics import DaemonMetrics
-from gensyn_py.requester.amounts import E18
+
+E18 = 10**18  # token base units (18 decimals); the node layer may not import requester.amounts
 
 log = logging.getLogger(__name__)
 
