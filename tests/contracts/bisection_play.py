@@ -12,20 +12,13 @@ from eth_account.signers.local import LocalAccount
 
 from gensyn_py.chain.bisection import next_move
 from gensyn_py.crypto.hashing import keccak256
-from tests.contracts.helpers import Protocol
+from tests.contracts.helpers import Protocol, deploy_artifact
 
 CLOCK = 600  # seconds per side
 
 
 def deploy_harness(p: Protocol) -> Any:
-    art = p.artifacts["BisectionHarness"]
-    factory = p.w3.eth.contract(abi=art["abi"], bytecode=art["bytecode"])
-    tx = factory.constructor().build_transaction(
-        {"from": p.deployer.address, "nonce": p.w3.eth.get_transaction_count(p.deployer.address, "pending")})
-    receipt = p.w3.eth.wait_for_transaction_receipt(
-        p.w3.eth.send_raw_transaction(p.deployer.sign_transaction(tx).raw_transaction))
-    assert receipt["status"] == 1
-    return p.w3.eth.contract(address=receipt["contractAddress"], abi=art["abi"])
+    return deploy_artifact(p.w3, p.deployer, p.artifacts["BisectionHarness"])
 
 
 class Roots(Sequence[bytes]):

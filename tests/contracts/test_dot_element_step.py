@@ -18,20 +18,14 @@ from web3 import Web3
 from gensyn_py.chain.revert import ErrorDecoder
 from gensyn_py.proof.onchain_trace import dot_move, dot_partials, element_bits, exponent_field
 from gensyn_py.proof.trace import recompute_element
+from tests.contracts.helpers import deploy_artifact
 from tests.contracts.test_element_step import traced
 from tests.contracts.test_trace_proofs import reverts
 
 
 @pytest.fixture(scope="module")
 def harness(w3: Web3, accounts: Any, artifacts: dict[str, dict[str, Any]]) -> Any:
-    art = artifacts["DotElementStepHarness"]
-    acct = accounts[0]
-    tx = w3.eth.contract(abi=art["abi"], bytecode=art["bytecode"]).constructor().build_transaction(
-        {"from": acct.address, "nonce": w3.eth.get_transaction_count(acct.address, "pending")})
-    tx_hash = w3.eth.send_raw_transaction(acct.sign_transaction(tx).raw_transaction)
-    receipt = w3.eth.wait_for_transaction_receipt(tx_hash)
-    assert receipt["status"] == 1
-    return w3.eth.contract(address=receipt["contractAddress"], abi=art["abi"])
+    return deploy_artifact(w3, accounts[0], artifacts["DotElementStepHarness"])
 
 
 @pytest.fixture(scope="module")

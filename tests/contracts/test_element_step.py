@@ -28,6 +28,7 @@ from gensyn_py.proof.trace import Trace, bcast
 from gensyn_py.repro import reference as R
 from gensyn_py.repro.opset import ELEMENTWISE
 from gensyn_py.train.trainer import Trainer
+from tests.contracts.helpers import deploy_artifact
 from tests.contracts.test_trace_proofs import reverts
 from tests.unit.trainkit import dataset_for, tiny_spec
 
@@ -48,14 +49,7 @@ def traced(family: str, optimizer: str) -> Trace:
 
 @pytest.fixture(scope="module")
 def harness(w3: Web3, accounts: Any, artifacts: dict[str, dict[str, Any]]) -> Any:
-    art = artifacts["ElementStepHarness"]
-    acct = accounts[0]
-    tx = w3.eth.contract(abi=art["abi"], bytecode=art["bytecode"]).constructor().build_transaction(
-        {"from": acct.address, "nonce": w3.eth.get_transaction_count(acct.address, "pending")})
-    tx_hash = w3.eth.send_raw_transaction(acct.sign_transaction(tx).raw_transaction)
-    receipt = w3.eth.wait_for_transaction_receipt(tx_hash)
-    assert receipt["status"] == 1
-    return w3.eth.contract(address=receipt["contractAddress"], abi=art["abi"])
+    return deploy_artifact(w3, accounts[0], artifacts["ElementStepHarness"])
 
 
 @pytest.fixture(scope="module")

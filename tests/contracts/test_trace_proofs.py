@@ -38,6 +38,7 @@ from gensyn_py.proof.step_trace import trace_step
 from gensyn_py.proof.tensor_commit import tensor_leaves
 from gensyn_py.proof.trace import Trace, recompute_element
 from gensyn_py.train.trainer import Trainer
+from tests.contracts.helpers import deploy_artifact
 from tests.unit.trainkit import dataset_for, tiny_spec
 
 
@@ -54,15 +55,7 @@ def first(tr: Trace, code: str, pred: Any = lambda tr, i: True) -> int:
 
 @pytest.fixture(scope="module")
 def harness(w3: Web3, accounts: Any, artifacts: dict[str, dict[str, Any]]) -> Any:
-    art = artifacts["TraceProofsHarness"]
-    acct = accounts[0]
-    tx = w3.eth.contract(abi=art["abi"], bytecode=art["bytecode"]).constructor().build_transaction(
-        {"from": acct.address, "nonce": w3.eth.get_transaction_count(acct.address, "pending")}
-    )
-    tx_hash = w3.eth.send_raw_transaction(acct.sign_transaction(tx).raw_transaction)
-    receipt = w3.eth.wait_for_transaction_receipt(tx_hash)
-    assert receipt.status == 1
-    return w3.eth.contract(address=receipt.contractAddress, abi=art["abi"])
+    return deploy_artifact(w3, accounts[0], artifacts["TraceProofsHarness"])
 
 
 @pytest.fixture(scope="module")
