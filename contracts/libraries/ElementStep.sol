@@ -154,7 +154,8 @@ library ElementStep {
         bytes memory sign = negative ? bytes("-") : bytes("");
         if (field == 0 && frac == 0) return abi.encodePacked(sign, "0x0.0p+0");
         bytes memory digits = new bytes(13);
-        for (uint256 i; i < 13; ++i) digits[12 - i] = bytes("0123456789abcdef")[(frac >> (4 * i)) & 0xF];
+        bytes memory hexChars = "0123456789abcdef";
+        for (uint256 i; i < 13; ++i) digits[12 - i] = hexChars[(frac >> (4 * i)) & 0xF];
         int256 e = field == 0 ? int256(-1022) : int256(field) - 1023;
         bytes memory lead = field == 0 ? bytes("0x0.") : bytes("0x1.");
         return abi.encodePacked(sign, lead, digits, "p", e < 0 ? "-" : "+", _decimal(uint256(e < 0 ? -e : e)));

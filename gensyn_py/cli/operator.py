@@ -45,6 +45,12 @@ def _account(key: str | None, keystore: Path | None, password: str | None) -> Lo
     return account
 
 
+def _signed(settings: Settings, key: str | None, keystore: Path | None,
+            password: str | None) -> tuple[LocalAccount, ProtocolContracts]:
+    """The operator's account and the protocol it sends to."""
+    return _account(key, keystore, password), _protocol(settings)
+
+
 def _when(release: int, now: int) -> str:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(release))
     return f"{stamp} (now)" if release <= now else f"{stamp} (in {release - now} s)"
@@ -113,8 +119,7 @@ def unbond(settings: Settings, amount: str, key: str | None, keystore: Path | No
     from gensyn_py.requester.amounts import format_tokens, parse_tokens
 
     wei = parse_tokens(amount, "TOKENS")
-    account = _account(key, keystore, password)
-    protocol = _protocol(settings)
+    account, protocol = _signed(settings, key, keystore, password)
     registry = protocol.registry(protocol.sender(account))
     registry.unbond(wei)
     u = registry.unbonding_of(account.address)
@@ -130,8 +135,7 @@ def withdraw(settings: Settings, key: str | None, keystore: Path | None, passwor
     """Withdraw stake whose unbonding delay has passed to your wallet."""
     from gensyn_py.requester.amounts import format_tokens
 
-    account = _account(key, keystore, password)
-    protocol = _protocol(settings)
+    account, protocol = _signed(settings, key, keystore, password)
     registry = protocol.registry(protocol.sender(account))
     amount = registry.unbonding_of(account.address).amount
     registry.withdraw()
@@ -145,8 +149,7 @@ def claim(settings: Settings, key: str | None, keystore: Path | None, password: 
     """Withdraw your credit from the pool (fees earned, rewards, returned bonds)."""
     from gensyn_py.requester.amounts import format_tokens
 
-    account = _account(key, keystore, password)
-    protocol = _protocol(settings)
+    account, protocol = _signed(settings, key, keystore, password)
     pool = protocol.pool(protocol.sender(account))
     amount = pool.credit(account.address)
     if amount == 0:
@@ -162,14 +165,14 @@ def claim(settings: Settings, key: str | None, keystore: Path | None, password: 
 @click.pass_obj
 def set_price(settings: Settings, price: str, key: str | None, keystore: Path | None, password: str | None) -> None:
     """Ask TOKENS per unit from now on (units already claimed keep their price)."""
-    from gensyn_py.node.operator import with_price
+    from dataclasses import replace
+
     from gensyn_py.requester.amounts import format_tokens, parse_tokens
 
     wei = parse_tokens(price, "TOKENS")
-    account = _account(key, keystore, password)
-    protocol = _protocol(settings)
+    account, protocol = _signed(settings, key, keystore, password)
     registry = protocol.registry(protocol.sender(account))
-    registry.update_hardware(with_price(registry.hardware_of(account.address), wei))
+    registry.update_hardware(replace(registry.hardware_of(account.address), price_per_unit=wei))
     click.echo(f"price per unit: {format_tokens(wei)} tokens")
 
 
@@ -192,8 +195,7 @@ def update_hardware(settings: Settings, do_measure: bool, device: str | None, me
 
     if not (do_measure or device or memory_mb or throughput):
         raise click.UsageError("nothing to change: give --measure or --device/--memory-mb/--throughput")
-    account = _account(key, keystore, password)
-    protocol = _protocol(settings)
+    account, protocol = _signed(settings, key, keystore, password)
     registry = protocol.registry(protocol.sender(account))
     hw = registry.hardware_of(account.address)
     if do_measure:

@@ -9,7 +9,7 @@ refused with its decoded reason before anything is sent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from web3 import Web3
@@ -115,7 +115,3 @@ def node_status(protocol: ProtocolContracts, address: str) -> NodeStatus:
         reputation=registry.reputation_of(address, block=block), jailed_until=standing.jailed_until,
         in_validator_set=standing.in_validator_set, min_validator_stake=standing.min_validator_stake,
         credit=pool.credit(address, block=block), solving=tuple(solving), validating=tuple(validating))
-
-
-def with_price(hw: Hardware, price: int) -> Hardware:
-    return replace(hw, price_per_unit=price)
