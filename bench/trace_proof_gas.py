@@ -52,6 +52,7 @@ from gensyn_py.proof.prefix_sums import open_partial, prefix_root  # noqa: E402
 from gensyn_py.proof.step_trace import trace_step  # noqa: E402
 from gensyn_py.proof.trace import Trace  # noqa: E402
 from gensyn_py.train.trainer import Trainer  # noqa: E402
+from tests.contracts.helpers import deploy_artifact  # noqa: E402
 from tests.unit.trainkit import dataset_for, tiny_spec  # noqa: E402
 
 INTRINSIC = 21_000
@@ -65,13 +66,7 @@ def _mlp_trace() -> Trace:
 
 
 def _deploy(w3: Web3, art: dict[str, Any]) -> Any:
-    acct = Account.from_key(DEV_KEYS[0])
-    tx = w3.eth.contract(abi=art["abi"], bytecode=art["bytecode"]).constructor().build_transaction(
-        {"from": acct.address, "nonce": w3.eth.get_transaction_count(acct.address)}
-    )
-    tx_hash = w3.eth.send_raw_transaction(acct.sign_transaction(tx).raw_transaction)
-    receipt = w3.eth.wait_for_transaction_receipt(tx_hash)
-    return w3.eth.contract(address=receipt["contractAddress"], abi=art["abi"])
+    return deploy_artifact(w3, Account.from_key(DEV_KEYS[0]), art)
 
 
 def _deep_element() -> tuple[TensorRef, ElementOpening]:
