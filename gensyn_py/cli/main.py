@@ -32,12 +32,14 @@ def _register() -> None:
     from gensyn_py.cli.classes import nodes
     from gensyn_py.cli.demo import demo
     from gensyn_py.cli.devnet import devnet
+    from gensyn_py.cli.explorer import explorer
     from gensyn_py.cli.job import job
     from gensyn_py.cli.nodes import challenger, solver, validator
     from gensyn_py.cli.operator import node
 
     cli.add_command(devnet)
     cli.add_command(demo)
+    cli.add_command(explorer)
     cli.add_command(job)
     cli.add_command(nodes)
     cli.add_command(node)

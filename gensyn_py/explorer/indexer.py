@@ -1,0 +1,184 @@
+"""Follow the protocol's events into the SQLite index, one cursor, surviving reorgs and restarts.
+
+Unlike the daemons (which read `confirmations` behind the head so an event they act on
+never vanishes), the explorer shows the newest block at once and takes back what a reorg
+removes: every read stores the hash of its last block, and each poll first checks the
+newest stored hash against the chain. On a mismatch it walks back through the stored
+hashes to the last block both agree on and drops everything above it; if none agrees
+(a new chain under the same RPC URL), it starts over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from web3 import Web3
+
+from gensyn_py.chain.client import with_retry
+from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.chain.events import EventReader, EventRecord
+from gensyn_py.explorer import schema
+from gensyn_py.explorer.refs import dumps, refs_of
+
+log = logging.getLogger(__name__)
+
+# Anchors without events older than this many blocks below the head are pruned: no reorg goes that deep here.
+ANCHOR_DEPTH = 256
+
+
+@dataclass(frozen=True)
+class PollResult:
+    events: int  # new events indexed
+    head: int  # the chain's head when read
+    reorged_to: int | None  # the block the index was cut back to, if a reorg was found
+
+
+def deployment_key(protocol: ProtocolContracts) -> str:
+    """A fingerprint of chain id and contract addresses: a different one means a different index."""
+    body = json.dumps({"chainId": protocol.chain_id, "contracts": protocol.addresses}, sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+class Indexer:
+    """Reads new events into `db`; `poll()` is one step, safe to call from one thread at a time."""
+
+    def __init__(self, protocol: ProtocolContracts, db: sqlite3.Connection, chunk_size: int = 2000,
+                 start_block: int = 0) -> None:
+        self.protocol = protocol
+        self.w3: Web3 = protocol.w3
+        self.db = db
+        self.reader = EventReader(self.w3, {n: protocol[n] for n in protocol.names}, chunk_size=chunk_size)
+        self.chunk_size = chunk_size
+        self.start_block = start_block
+        self.exclude = frozenset(a.lower() for a in protocol.addresses.values())
+        self.version = 0  # bumped on every change; the web app's live updates follow it
+        self.changed = threading.Condition()
+        key = deployment_key(protocol)
+        if schema.get_meta(db, "deployment") != key or schema.get_meta(db, "schema") != str(schema.SCHEMA_VERSION):
+            schema.reset(db)
+            schema.set_meta(db, "deployment", key)
+            schema.set_meta(db, "schema", schema.SCHEMA_VERSION)
+
+    @property
+    def next_block(self) -> int:
+        saved = schema.get_meta(self.db, "next_block")
+        return self.start_block if saved is None else int(saved)
+
+    def _rpc(self, fn: Callable[[], Any], what: str) -> Any:
+        return with_retry(fn, what=what)
+
+    def _block_hash(self, number: int) -> str | None:
+        try:
+            block = self._rpc(lambda: self.w3.eth.get_block(number), f"eth_getBlockByNumber {number}")
+        except Exception as exc:  # a block the chain no longer has (a restarted, shorter chain)
+            if "not found" in str(exc).lower():
+                return None
+            raise
+        return str(block["hash"].to_0x_hex())
+
+    def find_fork(self, head: int) -> int | None:
+        """The last stored block the chain still agrees with, or None if the newest stored one still holds."""
+        rows = self.db.execute("SELECT number, hash FROM blocks ORDER BY number DESC").fetchall()
+        if not rows:
+            return None
+        for i, row in enumerate(rows):
+            number = int(row["number"])
+            if number <= head and self._block_hash(number) == row["hash"]:
+                return None if i == 0 else number
+        return -1  # nothing agrees: a different chain
+
+    def _cut_back(self, to_block: int) -> None:
+        self.db.execute("BEGIN")
+        if to_block < 0:
+            schema.drop_above(self.db, -1)
+            schema.set_meta(self.db, "next_block", self.start_block)
+        else:
+            schema.drop_above(self.db, to_block)
+            schema.set_meta(self.db, "next_block", to_block + 1)
+        self.db.execute("COMMIT")
+
+    def poll(self) -> PollResult:
+        """Check for a reorg, then index every block up to the head."""
+        head = int(self._rpc(lambda: self.w3.eth.block_number, "eth_blockNumber"))
+        fork = self.find_fork(head)
+        if fork is not None:
+            log.warning("explorer: chain changed below the index; cutting back to block %s", fork)
+            self._cut_back(fork)
+        total = 0
+        start = self.next_block
+        while start <= head:
+            end = min(start + self.chunk_size - 1, head)
+            total += self._index_range(start, end)
+            start = end + 1
+        if total or fork is not None:
+            self.bump()
+        return PollResult(total, head, fork)
+
+    def bump(self) -> None:
+        with self.changed:
+            self.version += 1
+            self.changed.notify_all()
+
+    def _index_range(self, start: int, end: int) -> int:
+        records = self.reader.fetch(start, end)
+        blocks: dict[int, dict[str, Any]] = {}
+        for number in sorted({r.block_number for r in records} | {end}):
+            blocks[number] = self._rpc(partial(self.w3.eth.get_block, number), f"eth_getBlockByNumber {number}")
+        txs = self._receipts({r.block_number for r in records}, {r.tx_hash for r in records})
+        with_events = {r.block_number for r in records}
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            for number, block in blocks.items():
+                db.execute("INSERT OR REPLACE INTO blocks VALUES (?, ?, ?, ?)",
+                           (number, block["hash"].to_0x_hex(), int(block["timestamp"]), int(number in with_events)))
+            for r in records:
+                self._insert(r)
+            db.executemany("INSERT OR REPLACE INTO txs VALUES (?, ?, ?, ?)", txs)
+            db.execute("DELETE FROM blocks WHERE has_events = 0 AND number < ? AND number <> ?",
+                       (end - ANCHOR_DEPTH, end))
+            schema.set_meta(db, "next_block", end + 1)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return len(records)
+
+    def _receipts(self, numbers: set[int], wanted: set[str]) -> list[tuple[str, str, int, int]]:
+        """(tx hash, sender, gas used, block) of the transactions that emitted events, a block's receipts at once."""
+        out = []
+        for number in sorted(numbers):
+            receipts = self._rpc(partial(self.w3.eth.get_block_receipts, number), f"eth_getBlockReceipts {number}")
+            for rc in receipts:
+                h = rc["transactionHash"].to_0x_hex()
+                if h in wanted:
+                    out.append((h, str(rc["from"]).lower(), int(rc["gasUsed"]), number))
+        return out
+
+    def _insert(self, r: EventRecord) -> None:
+        db = self.db
+        db.execute("INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?, ?)",
+                   (r.block_number, r.log_index, r.tx_hash, r.contract, r.event, dumps(r.args)))
+        db.executemany("INSERT INTO refs VALUES (?, ?, ?, ?)",
+                       [(k, ref, r.block_number, r.log_index) for k, ref in refs_of(r.args, self.exclude)])
+        if r.event == "UnitOpened":
+            a = r.args
+            db.execute("INSERT OR REPLACE INTO units VALUES (?, ?, ?, ?, ?, ?)",
+                       (int(a["unitId"]), int(a["jobId"]), int(a["round"]), int(a["shard"]),
+                        int(bool(a["isAggregation"])), r.block_number))
+
+
+def counts_by_event(db: sqlite3.Connection) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for row in db.execute("SELECT name, COUNT(*) AS n FROM events GROUP BY name"):
+        out[str(row["name"])] = int(row["n"])
+    return dict(out)
