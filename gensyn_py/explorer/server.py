@@ -40,6 +40,7 @@ class ExplorerServer:
     port: int = 0
     interval: float = 0.5
     compute_losses: bool = True
+    follow: bool = True  # False: no indexer or content thread; the caller drives `poll_once` (tests, benchmarks)
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
     _status: dict[str, Any] = field(default_factory=lambda: {"head": None, "error": None})
@@ -100,8 +101,8 @@ class ExplorerServer:
                                 timeout_graceful_shutdown=1, lifespan="off")
         self._server = uvicorn.Server(config)
         self.poll_once()  # pages have an index from the first request on
-        loops = [self._index_loop, self._server.run]
-        if self.content is not None and self.compute_losses:
+        loops = [self._server.run] + ([self._index_loop] if self.follow else [])
+        if self.content is not None and self.compute_losses and self.follow:
             loops.append(self._content_loop)
             self.content_wake.set()
         for target in loops:
@@ -109,7 +110,7 @@ class ExplorerServer:
             t.start()
             self._threads.append(t)
         ready = threading.Event()
-        while not self._server.started and self._threads[1].is_alive():
+        while not self._server.started and self._threads[0].is_alive():
             ready.wait(0.05)
         if not self._server.started:
             raise RuntimeError(f"the explorer could not listen on {self.url}")
