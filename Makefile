@@ -5,6 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP_PY := $(VENV)/.installed
 STAMP_NODE := node_modules/.installed
+# Headless Chromium and its driver for the explorer's browser tests: Debian's packages (root here; sudo elsewhere).
+BROWSER := /usr/bin/chromedriver
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test lint setup clean bench
 
@@ -23,10 +26,15 @@ $(STAMP_NODE): package.json package-lock.json
 	npm install --no-audit --no-fund --loglevel=error
 	@touch $@
 
+$(BROWSER):
+	@command -v apt-get >/dev/null || { echo "install chromium and its chromedriver (the browser tests need them)"; exit 1; }
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver
+
 demo: setup
 	$(VENV)/bin/gensyn demo
 
-test: setup lint
+test: setup $(BROWSER) lint
 	$(PY) -m pytest -q
 
 # Python: ruff, mypy, the import layers (pyproject.toml's importlinter contract);

@@ -12,11 +12,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
 
 from gensyn_py.chain.view import ChainView
+from gensyn_py.explorer.server import ExplorerServer
 from gensyn_py.sim.localnet import LocalNetwork, wait_until
 from gensyn_py.sim.market import Market, NodeSpec
+from gensyn_py.storage.factory import open_store
 from gensyn_py.types import UnitStatus
+from tests.integration.browser import screenshot, until
 from tests.integration.ipfs_daemon import JsIpfsDaemon
 from tests.integration.market_kit import (
     assert_conservation,
@@ -219,6 +224,57 @@ def test_a_cheating_solver_is_slashed_and_its_unit_redone(market: LocalNetwork) 
     assert protocol(net).registry().is_jailed(cheater.account.address)
     assert view.unit(unit_id).solver == net.nodes["solver-1"].account.address
     assert_conservation(net)
+
+
+def test_the_explorer_follows_the_market_in_a_browser(market: LocalNetwork, tmp_path: Path,
+                                                      browser: WebDriver) -> None:
+    """What a person sees: a new job's units reach Final live (no reload), its loss chart has points, the
+    cheater of the test before has its slash on its node page, the dispute says who paid whom, phones fit."""
+    net = market
+    pool = protocol(net).pool()
+    cheater = net.nodes["solver-2"].account.address
+    with ExplorerServer(protocol(net), tmp_path / "index.sqlite", open_store(net.store_spec)) as explorer:
+        job = submit(net, steps=40, seed=21)
+        browser.get(f"{explorer.url}/job/{job}")
+        first_version = int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-version") or 0)
+        assert "Units" in browser.page_source
+        states = lambda d: [e.text for e in d.find_elements(By.CSS_SELECTOR, ".unit h3 .st")]  # noqa: E731
+        until(browser, lambda d: states(d) and all(s == "Final" for s in states(d)), 240, "every unit to be Final")
+        assert int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-version") or 0) > first_version
+        assert pool.job_state(job).status.name == "COMPLETED"  # the page said Final because the chain did
+        points = until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#loss circle.pt")), 120,
+                       "the loss chart's points")
+        assert points >= 2  # one per committed checkpoint replayed (a 40-step unit has 2 segments)
+        until(browser, lambda d: d.find_elements(By.ID, "download"), 60, "the final model's download link")
+        screenshot(browser, "job")
+
+        browser.get(f"{explorer.url}/node/{cheater}")
+        slashed = browser.find_element(By.ID, "slashed").text
+        assert slashed == "100", slashed  # its whole collateral, in tokens
+        assert browser.find_elements(By.CSS_SELECTOR, "tr.ev-Slashed") and browser.find_elements(By.ID, "jailed")
+        screenshot(browser, "cheater-node")
+
+        disputes = browser.find_elements(By.CSS_SELECTOR, "a[href^='/dispute/']")
+        assert disputes, "the cheater's page links its dispute"
+        disputes[0].click()
+        until(browser, lambda d: "Dispute" in d.find_element(By.TAG_NAME, "h1").text, 30, "the dispute page")
+        assert "Solver Fraud" in browser.find_element(By.TAG_NAME, "h1").text
+        paid = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "tr.pay")]
+        assert any(r.startswith("slashed") and "100" in r for r in paid), paid
+        screenshot(browser, "dispute")
+
+        browser.get(explorer.url)
+        rows = browser.find_elements(By.CSS_SELECTOR, "a.addr")
+        assert {cheater.lower()} <= {r.get_attribute("title").lower() for r in rows if r.get_attribute("title")}
+        screenshot(browser, "network")
+        browser.set_window_size(390, 844)  # a phone: nothing wider than the screen but the scrolling tables
+        browser.get(f"{explorer.url}/job/{job}")
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1")
+        screenshot(browser, "job-phone")
+        browser.set_window_size(1280, 1600)
+        browser.get(f"{explorer.url}/job/999")
+        assert "There is no job 999" in browser.page_source
+    assert slashes(net, 0) == [(cheater, COLLATERAL)]  # watching changed nothing: the cheater's slash alone
 
 
 def test_rpc_restart_and_store_outage_are_ridden_out(tmp_path: Path) -> None:
