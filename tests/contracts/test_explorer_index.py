@@ -59,12 +59,10 @@ def test_a_settled_unit_shows_every_state_with_gas_and_the_money(proto: Protocol
 
 def test_a_reorg_takes_back_what_it_removed(proto: Protocol, explorer: ExplorerServer) -> None:
     w3 = proto.w3
-    base = w3.provider.make_request("evm_snapshot", [])  # type: ignore[arg-type]
-    proto.submit(proto.accounts[1])  # job 1 in the blocks about to be replaced
+    proto.submit(proto.accounts[1])  # job 1, in the last block
     explorer.poll_once()
     assert queries.job_view(explorer.reader, 1) is not None
-    w3.provider.make_request("evm_revert", [base["result"]])  # type: ignore[arg-type]
-    proto.mine(3)  # other blocks at the same heights and above
+    w3.provider.make_request("anvil_reorg", [1, []])  # type: ignore[arg-type]  # its block, replaced by an empty one
     result = explorer.indexer.poll()
     assert result.reorged_to is not None and result.reorged_to < result.head
     assert queries.job_view(explorer.reader, 1) is None
