@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,14 +16,17 @@ from rich.table import Table
 from gensyn_py.config import Settings
 
 if TYPE_CHECKING:
+    from gensyn_py.explorer.server import ExplorerServer
     from gensyn_py.sim.demo import DemoResult
+    from gensyn_py.sim.localnet import LocalNetwork
 
 E18 = 10**18
 
 
 @click.command()
 @click.option("--keep", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Keep chain state, content store, daemon state and logs here.")
+              help="Keep chain state, content store, daemon state and logs here, and keep the chain and the "
+                   "explorer serving after the report until Ctrl-C.")
 @click.option("--store", default=None,
               help="Content store: a Kubo RPC URL (http://127.0.0.1:5001) for a real IPFS node. "
                    "Default: a local store in the work directory, or GENSYN_STORE when set.")
@@ -40,6 +44,8 @@ def demo(settings: Settings, keep: Path | None, store: str | None) -> None:
         compiled = compile_detailed()
     console.print(f"[bold]contracts[/] compiled with {compiled.compiler}{' (cached)' if compiled.cached else ''}")
     net = LocalNetwork(workdir, store=store or os.environ.get("GENSYN_STORE"))
+    explorer: ExplorerServer | None = None
+    result: DemoResult | None = None
     try:
         net.start()
         assert net.protocol is not None
@@ -47,15 +53,34 @@ def demo(settings: Settings, keep: Path | None, store: str | None) -> None:
         for name, address in net.protocol.addresses.items():
             console.print(f"  {name:<18} {address}")
         console.print(f"content store: {net.store_spec}")
+        explorer = _start_explorer(net, workdir)
+        console.print(f"[bold]explorer[/] at {explorer.url} (jobs, units, nodes and disputes, live)")
         market = DemoMarket(net, lambda line: console.print(f"• {line}"))
         result = market.run()
+        if keep is not None:  # the report now, then the chain and the explorer stay up until Ctrl-C
+            _report(console, result, time.perf_counter() - started, workdir)
+            console.print(f"[bold]explorer[/] still serving at {explorer.url}, the chain at {net.url}; Ctrl-C stops")
+            threading.Event().wait()
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted: stopping every process this demo started[/]")
-        raise SystemExit(130) from None
+        if result is None:
+            console.print("[yellow]interrupted: stopping every process this demo started[/]")
+            raise SystemExit(130) from None
     finally:
-        with console.status("stopping daemons and anvil…"):
+        with console.status("stopping the explorer, daemons and anvil…"):
+            if explorer is not None:
+                explorer.stop()
             net.stop()
-    _report(console, result, time.perf_counter() - started, workdir)
+    if keep is None:
+        assert result is not None
+        _report(console, result, time.perf_counter() - started, workdir)
+
+
+def _start_explorer(net: LocalNetwork, workdir: Path) -> ExplorerServer:
+    from gensyn_py.explorer.server import ExplorerServer
+    from gensyn_py.storage.factory import open_store
+
+    assert net.protocol is not None
+    return ExplorerServer(net.protocol, workdir / "explorer.sqlite", open_store(net.store_spec)).start()
 
 
 def _report(console: Console, result: DemoResult, wall: float, workdir: Path) -> None:
