@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from gensyn_py.storage.base import ContentStore
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
+    from gensyn_py.train.trainer import Trainer
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,54 @@ def _reject(segment: int, reason: str) -> Verdict:
     return Verdict(False, segment, None, reason)
 
 
+def check_manifest_header(spec: JobSpec, m: Manifest, job_id: int, round_: int, shard: int) -> None:
+    """VerificationError unless the manifest is for this job spec and unit, in the spec's shape."""
+    if m.spec_hash != spec.spec_hash():
+        raise VerificationError("manifest names another job spec")
+    if (m.job_id, m.round, m.shard) != (job_id, round_, shard):
+        raise VerificationError(f"manifest is for job/round/shard {(m.job_id, m.round, m.shard)}")
+    if (m.steps, m.interval) != (spec.steps_per_unit, spec.checkpoint_interval):
+        raise VerificationError(f"manifest claims {m.steps} steps every {m.interval}, spec says otherwise")
+    m.check_shape()
+
+
+def trainer_at_checkpoint(
+    spec: JobSpec,
+    dataset: Dataset,
+    store: ContentStore,
+    m: Manifest,
+    j: int,
+    device: str | None = None,
+    global_weights: Mapping[str, torch.Tensor] | None = None,
+    timeout: float | None = None,
+) -> Trainer:
+    """A Trainer loaded from the manifest's checkpoint `j`, ready to run segment j.
+
+    VerificationError (or TrainingError, for a state that does not fit the unit) if the
+    checkpoint's bytes are not the committed state, segment 0 does not start from the
+    round's agreed state, or the cursor is not at step j * k. The store's errors pass through.
+    """
+    from gensyn_py.train.trainer import Trainer
+
+    start_hash = m.state_hashes[j]
+    data = store.get(m.checkpoint_cids[j], timeout)
+    # INVARIANT: only the bytes the committed state hash names are trained from.
+    if state_hash_of_bytes(data) != start_hash:
+        raise VerificationError("start checkpoint bytes do not match the committed state hash")
+    trainer = Trainer(spec, dataset, m.round, m.shard, device, global_weights)
+    if j == 0 and state_hash(trainer.state_dict()) != start_hash:
+        raise VerificationError("segment 0 does not start from the round's agreed initial state")
+    state = decode_state(data)
+    try:
+        step = int(state["cursor"][2])
+    except (IndexError, ValueError, RuntimeError) as e:
+        raise VerificationError(f"start checkpoint has a malformed cursor: {e}") from None
+    if step != j * spec.checkpoint_interval:
+        raise VerificationError(f"start checkpoint is at step {step}, expected {j * spec.checkpoint_interval}")
+    trainer.load_state_dict(state)
+    return trainer
+
+
 def _replay(
     spec: JobSpec,
     dataset: Dataset,
@@ -105,15 +154,7 @@ def _replay(
     global_weights: Mapping[str, torch.Tensor] | None,
     timeout: float | None,
 ) -> Verdict:
-    from gensyn_py.train.trainer import Trainer
-
-    if m.spec_hash != spec.spec_hash():
-        return _reject(j, "manifest names another job spec")
-    if (m.job_id, m.round, m.shard) != (unit.job_id, unit.round, unit.shard):
-        return _reject(j, f"manifest is for job/round/shard {(m.job_id, m.round, m.shard)}")
-    if (m.steps, m.interval) != (spec.steps_per_unit, spec.checkpoint_interval):
-        return _reject(j, f"manifest claims {m.steps} steps every {m.interval}, spec says otherwise")
-    m.check_shape()
+    check_manifest_header(spec, m, unit.job_id, unit.round, unit.shard)
     if not 0 <= j < m.num_segments:
         return _reject(j, f"segment {j} out of range for {m.num_segments} segments")
     start_hash, end_hash, commit = m.state_hashes[j], m.state_hashes[j + 1], m.transcript_commits[j]
@@ -126,20 +167,7 @@ def _replay(
     if (why := unbacked_span(m, unit.partials)) is not None:
         return _reject(j, why)
 
-    data = store.get(m.checkpoint_cids[j], timeout)
-    if state_hash_of_bytes(data) != start_hash:
-        return _reject(j, "start checkpoint bytes do not match the committed state hash")
-    trainer = Trainer(spec, dataset, unit.round, unit.shard, device, global_weights)
-    if j == 0 and state_hash(trainer.state_dict()) != start_hash:
-        return _reject(j, "segment 0 does not start from the round's agreed initial state")
-    state = decode_state(data)
-    try:
-        step = int(state["cursor"][2])
-    except (IndexError, ValueError, RuntimeError) as e:
-        return _reject(j, f"start checkpoint has a malformed cursor: {e}")
-    if step != j * spec.checkpoint_interval:
-        return _reject(j, f"start checkpoint is at step {step}, expected {j * spec.checkpoint_interval}")
-    trainer.load_state_dict(state)
+    trainer = trainer_at_checkpoint(spec, dataset, store, m, j, device, global_weights, timeout)
     losses = trainer.run(spec.checkpoint_interval)
     replayed_end = state_hash(trainer.state_dict())
     # INVARIANT: the transcript is bound to who trained the segment: a copied root replays to other transcripts.
