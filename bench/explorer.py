@@ -47,7 +47,7 @@ class Sender:
 
     def __init__(self, w3: Web3, acct: LocalAccount) -> None:
         self.w3, self.acct = w3, acct
-        self.nonce = w3.eth.get_transaction_count(acct.address)
+        self.nonce = int(w3.eth.get_transaction_count(acct.address))
         self.last: Any = None
 
     def send(self, fn: Any) -> None:
@@ -123,7 +123,7 @@ def main() -> None:
         unit_topics = ["0x" + (u).to_bytes(32, "big").hex() for u in range(1, args.shards + 1)]
         t = time.perf_counter()
         job_logs = w3.eth.get_logs({"fromBlock": 0, "toBlock": head, "address": addresses,
-                                    "topics": [None, unit_topics]})  # type: ignore[typeddict-item]
+                                    "topics": [None, unit_topics]})
         job_getlogs_ms = (time.perf_counter() - t) * 1000
 
         with ExplorerServer(protocol, db_path, None, follow=False) as server:

@@ -51,7 +51,7 @@ def browser() -> Iterator[WebDriver]:
 def until(driver: WebDriver, condition: Callable[[WebDriver], T], timeout: float, what: str) -> T:
     """Wait for a condition on the page (checked as the DOM changes), failing with `what`."""
     result: Any = WebDriverWait(driver, timeout, poll_frequency=0.2).until(condition, message=f"waiting for {what}")
-    return result  # type: ignore[no-any-return]
+    return result
 
 
 def screenshot(driver: WebDriver, name: str) -> Path:
