@@ -8,7 +8,6 @@ own files; nothing is fetched from elsewhere.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import sqlite3
@@ -47,15 +46,9 @@ class ExplorerContext:
     status: Callable[[], dict[str, Any]]  # the indexer's last poll: head, error
 
 
-def _when(ts: int | None) -> str:
-    if ts is None:
-        return ""
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def make_env() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
-    env.filters.update(tokens=queries.tokens, short=queries.short, when=_when,
+    env.filters.update(tokens=queries.tokens, short=queries.short, when=queries.when,
                        pretty=lambda v: json.dumps(v, indent=2, sort_keys=True))
     env.globals.update(describe=pages.describe, device_name=pages.device_name, role_names=pages.role_names)
     return env

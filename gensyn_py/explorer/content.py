@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,9 @@ from gensyn_py.storage.base import ContentStore
 log = logging.getLogger(__name__)
 
 LOSS_POINTS = 20  # checkpoints replayed per unit at most (evenly spaced)
+# Building a Trainer seeds torch's global RNG: two replays at once in one process would draw each other's
+# numbers and fail the initial-state check. One worker at a time, whoever calls it.
+_REPLAY_LOCK = threading.Lock()
 
 
 def spec_key(job_id: int) -> str:
@@ -74,6 +78,10 @@ class ContentWorker:
 
     def run_once(self) -> int:
         """Fetch everything pending; how many entries were written."""
+        with _REPLAY_LOCK:
+            return self._run_once()
+
+    def _run_once(self) -> int:
         written = 0
         content = JobContent(ChainView(self.protocol), self.store, self.timeout)
         for key, block, ident, _cid in self.pending():

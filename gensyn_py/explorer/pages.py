@@ -10,17 +10,19 @@ from markupsafe import Markup
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.explorer.charts import Series
-from gensyn_py.explorer.queries import Event, JobView, NetworkSummary, UnitView, short, tokens
+from gensyn_py.explorer.queries import Event, JobView, NetworkSummary, UnitView, short, tokens, when
 from gensyn_py.node.operator import NodeStatus, device_name, node_status, role_names
 from gensyn_py.requester.live_prices import JobNeeds, live_prices
 from gensyn_py.requester.market import solver_offers
 from gensyn_py.storage.base import ContentStore
+from gensyn_py.types import Outcome
 
 log = logging.getLogger(__name__)
 
 AMOUNTS = frozenset({"amount", "price", "penalty", "solverPay", "validatorPay", "budget", "refund", "pot", "slashed",
                      "bonded", "locked", "weight", "yesWeight", "noWeight"})
 HIDDEN = frozenset({"jobId"})
+TIMES = frozenset({"deadline", "commitDeadline", "revealDeadline", "release", "until", "answerBy", "challengeEnd"})
 ANY_PRICE = 2**128 - 1
 
 __all__ = ["describe", "device_name", "final_model", "live_status", "loss_series", "node_rows", "price_rows",
@@ -43,6 +45,10 @@ def _value(name: str, value: Any) -> Markup:
         return link(name.removesuffix("Id"), int(value))
     if name in AMOUNTS:
         return Markup("{0}").format(tokens(int(value)))
+    if name in TIMES and isinstance(value, int):
+        return Markup('<time title="{0}">{1}</time>').format(value, when(value))
+    if name == "outcome" and isinstance(value, int) and value in {o.value for o in Outcome}:
+        return Markup("{0}").format(Outcome(value).name.replace("_", " ").lower())
     if isinstance(value, bool):
         return Markup("yes" if value else "no")
     if isinstance(value, str) and value.startswith("0x") and len(value) == 66:

@@ -7,6 +7,7 @@ the solvers' prices are read live from the chain, where they are the present sta
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 from collections import Counter, defaultdict
@@ -37,6 +38,13 @@ def tokens(amount: int | str | None) -> str:
     if frac:
         text += ("." + f"{frac:018d}"[:4]).rstrip("0").rstrip(".")
     return ("-" if value < 0 else "") + text
+
+
+def when(ts: int | None) -> str:
+    """A chain timestamp as UTC date and time."""
+    if ts is None:
+        return ""
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def short(address: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
@@ -49,9 +50,21 @@ def browser() -> Iterator[WebDriver]:
 
 
 def until(driver: WebDriver, condition: Callable[[WebDriver], T], timeout: float, what: str) -> T:
-    """Wait for a condition on the page (checked as the DOM changes), failing with `what`."""
-    result: Any = WebDriverWait(driver, timeout, poll_frequency=0.2).until(condition, message=f"waiting for {what}")
+    """Wait for a condition on the page (checked as the DOM changes), failing with `what`.
+
+    Live pages swap their content in as blocks arrive: an element read while it is replaced is read again."""
+    wait = WebDriverWait(driver, timeout, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,))
+    result: Any = wait.until(condition, message=f"waiting for {what}")
     return result
+
+
+def as_phone(driver: WebDriver, on: bool = True) -> None:
+    """Emulate a phone's screen (390 x 844 CSS pixels, touch); a headless window cannot be narrower than 500."""
+    if on:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+    else:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 def screenshot(driver: WebDriver, name: str) -> Path:

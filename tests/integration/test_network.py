@@ -21,7 +21,7 @@ from gensyn_py.sim.localnet import LocalNetwork, wait_until
 from gensyn_py.sim.market import Market, NodeSpec
 from gensyn_py.storage.factory import open_store
 from gensyn_py.types import UnitStatus
-from tests.integration.browser import screenshot, until
+from tests.integration.browser import as_phone, screenshot, until
 from tests.integration.ipfs_daemon import JsIpfsDaemon
 from tests.integration.market_kit import (
     assert_conservation,
@@ -238,7 +238,8 @@ def test_the_explorer_follows_the_market_in_a_browser(market: LocalNetwork, tmp_
         browser.get(f"{explorer.url}/job/{job}")
         first_version = int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-version") or 0)
         assert "Units" in browser.page_source
-        states = lambda d: [e.text for e in d.find_elements(By.CSS_SELECTOR, ".unit h3 .st")]  # noqa: E731
+        states = lambda d: d.execute_script(  # noqa: E731  (read at once: the page may be swapped meanwhile)
+            "return [...document.querySelectorAll('.unit h3 .st')].map(e => e.textContent)")
         until(browser, lambda d: states(d) and all(s == "Final" for s in states(d)), 240, "every unit to be Final")
         assert int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-version") or 0) > first_version
         assert pool.job_state(job).status.name == "COMPLETED"  # the page said Final because the chain did
@@ -256,6 +257,7 @@ def test_the_explorer_follows_the_market_in_a_browser(market: LocalNetwork, tmp_
 
         disputes = browser.find_elements(By.CSS_SELECTOR, "a[href^='/dispute/']")
         assert disputes, "the cheater's page links its dispute"
+        dispute_page = "/" + str(disputes[0].get_attribute("href")).split("/", 3)[3]
         disputes[0].click()
         until(browser, lambda d: "Dispute" in d.find_element(By.TAG_NAME, "h1").text, 30, "the dispute page")
         assert "Solver Fraud" in browser.find_element(By.TAG_NAME, "h1").text
@@ -267,11 +269,13 @@ def test_the_explorer_follows_the_market_in_a_browser(market: LocalNetwork, tmp_
         rows = browser.find_elements(By.CSS_SELECTOR, "a.addr")
         assert {cheater.lower()} <= {r.get_attribute("title").lower() for r in rows if r.get_attribute("title")}
         screenshot(browser, "network")
-        browser.set_window_size(390, 844)  # a phone: nothing wider than the screen but the scrolling tables
-        browser.get(f"{explorer.url}/job/{job}")
-        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1")
-        screenshot(browser, "job-phone")
-        browser.set_window_size(1280, 1600)
+        as_phone(browser)  # nothing wider than a phone's screen but the tables, which scroll in their box
+        for page in (f"/job/{job}", f"/node/{cheater}", dispute_page, "/"):
+            browser.get(explorer.url + page)
+            width = browser.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
+            assert width == [390, 390], (page, width)  # a wider page would widen a phone's layout viewport
+        screenshot(browser, "network-phone")
+        as_phone(browser, False)
         browser.get(f"{explorer.url}/job/999")
         assert "There is no job 999" in browser.page_source
     assert slashes(net, 0) == [(cheater, COLLATERAL)]  # watching changed nothing: the cheater's slash alone
