@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from gensyn_py.storage.base import ContentStore
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
+    from gensyn_py.train.trainer import StepCallback
 
 
 @dataclass(frozen=True)
@@ -64,15 +65,19 @@ def replay_segment(
     device: str | None = None,
     global_weights: Mapping[str, torch.Tensor] | None = None,
     timeout: float | None = None,
+    *,
+    on_step: StepCallback | None = None,
 ) -> Verdict:
     """Replay `segment`; reject on any mismatch. Raises nothing for solver faults.
+
+    `on_step` is called after each replayed step (a progress bar's hook).
 
     Missing or corrupt content is the solver's fault (it must keep checkpoints
     available) and rejects; a store that cannot be reached at all is the
     validator's own trouble and raises `StorageError`, to be retried.
     """
     try:
-        return _replay(spec, dataset, store, unit, manifest, segment, device, global_weights, timeout)
+        return _replay(spec, dataset, store, unit, manifest, segment, device, global_weights, timeout, on_step)
     except (ContentNotFound, ContentMismatch) as e:
         return Verdict(False, segment, None, f"checkpoint unavailable or corrupt: {e}")
     except (VerificationError, TrainingError) as e:
@@ -104,6 +109,7 @@ def _replay(
     device: str | None,
     global_weights: Mapping[str, torch.Tensor] | None,
     timeout: float | None,
+    on_step: StepCallback | None = None,
 ) -> Verdict:
     from gensyn_py.train.trainer import Trainer
 
@@ -140,7 +146,7 @@ def _replay(
     if step != j * spec.checkpoint_interval:
         return _reject(j, f"start checkpoint is at step {step}, expected {j * spec.checkpoint_interval}")
     trainer.load_state_dict(state)
-    losses = trainer.run(spec.checkpoint_interval)
+    losses = trainer.run(spec.checkpoint_interval, on_step=on_step)
     replayed_end = state_hash(trainer.state_dict())
     # INVARIANT: the transcript is bound to who trained the segment: a copied root replays to other transcripts.
     t_hash = transcript_hash(losses, replayed_end, m.author_of(j, unit.solver))
