@@ -167,7 +167,7 @@ class UnitBar:
         self.board = board
         self.task = task
         self.checkpoints = checkpoints
-        self._stored = -1
+        self._stored = 0
 
     def step(self, step: int, stored: int | None = None) -> None:
         """Training reached `step`; `stored` checkpoints are in the store (None: unchanged)."""

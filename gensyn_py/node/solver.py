@@ -365,7 +365,7 @@ class SolverDaemon(NodeDaemon):
             record = UnitRecord()
             trainer = Trainer(spec, dataset, unit.round, unit.shard, self.device, weights)
         total = spec.steps_per_unit
-        every = max(1, total // 10)
+        log_every = max(1, total // 10)
         bar = self._unit_bar
 
         def progress(step: int, _total: int, loss: float) -> None:
@@ -373,15 +373,15 @@ class SolverDaemon(NodeDaemon):
                 raise Interrupted(f"stopped at step {step} of unit {unit.unit_id}")
             if bar is not None:
                 bar.step(step, len(record.cids))  # the checkpoint writer appends each CID once stored
-            if step % every == 0 or step == total:
+            if step % log_every == 0 or step == total:
                 self.log.info("unit.progress", unit=unit.unit_id, step=step, steps=total, loss=round(loss, 5))
 
         self.log.info("unit.training", unit=unit.unit_id, job=unit.job_id, round=unit.round, shard=unit.shard,
                       steps=total, from_step=trainer.step, device=str(trainer.device))
-        every = self.partial_every if self.partial_every is not None else max(1, spec.num_segments // 4)
+        partial_every = self.partial_every if self.partial_every is not None else max(1, spec.num_segments // 4)
         return commit_segments(trainer, self.store, unit.job_id, on_step=progress, record=record, record_path=path,
                                solver=self.address, resume=resume, on_partial=partial(self._commit_partial, unit),
-                               partial_every=every)
+                               partial_every=partial_every)
 
     # -- partial commitments (resume, not restart) ---------------------------------------------
 
