@@ -101,7 +101,7 @@ class ChallengerDaemon(NodeDaemon):
             try:
                 verdict = check_segment(self.content, unit, segment, self.device, on_step=bar.step)
             except BaseException as e:
-                bar.done(f"stopped: {type(e).__name__}")
+                bar.done(f"stopped: {type(e).__name__}", complete=False)
                 raise
             bar.segment_done()
             findings.append({"segment": segment, "accept": verdict.accept, "reason": verdict.reason})

@@ -123,16 +123,17 @@ class Board:
         assert self._progress is not None
         self._progress.update(task, **fields)
 
-    def finish(self, task: TaskID | None, detail: str) -> None:
-        """Fill the bar, show `detail`, and let it make way for newer bars."""
+    def finish(self, task: TaskID | None, detail: str, complete: bool = True) -> None:
+        """Show `detail` (and a full bar if `complete`) and let the bar make way for newer ones."""
         if task is not None:
-            self.safely(self._finish, task, detail)
+            self.safely(self._finish, task, detail, complete)
 
-    def _finish(self, task: TaskID, detail: str) -> None:
+    def _finish(self, task: TaskID, detail: str, complete: bool) -> None:
         assert self._progress is not None
         with self._lock:
-            total = self._progress.tasks[self._index(task)].total or 1
-            self._progress.update(task, completed=total, detail=detail)
+            if complete:
+                self._progress.update(task, completed=self._progress.tasks[self._index(task)].total or 1)
+            self._progress.update(task, detail=detail)
             self._progress.stop_task(task)
             if task not in self._finished:
                 self._finished.append(task)
@@ -185,7 +186,8 @@ class UnitBar:
         self.board.finish(self.task, f"checkpoints {self.checkpoints}/{self.checkpoints}, committed")
 
     def failed(self, why: str) -> None:
-        self.board.finish(self.task, why)
+        """Training or the commit stopped (the bar stays where it got to)."""
+        self.board.finish(self.task, why, complete=False)
 
 
 class ReplayBar:
@@ -210,8 +212,9 @@ class ReplayBar:
         self.board.update(self.task, completed=self._done * self.steps,
                           detail=_segments_detail(self._done, self.segments))
 
-    def done(self, outcome: str) -> None:
-        self.board.finish(self.task, f"{_segments_detail(self._done, self.segments)}, {outcome}")
+    def done(self, outcome: str, complete: bool = True) -> None:
+        """The draw is judged (`complete`), or the replay stopped where the bar got to."""
+        self.board.finish(self.task, f"{_segments_detail(self._done, self.segments)}, {outcome}", complete)
 
 
 def replay_bar(bars: Board, content: JobContent, unit: Unit, segments: list[int], label: str = "replay") -> ReplayBar:

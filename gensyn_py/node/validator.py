@@ -80,7 +80,7 @@ class ValidatorDaemon(NodeDaemon):
         try:
             verdict = check_segment(self.content, unit, segment, self.device, on_step=bar.step)
         except BaseException as e:
-            bar.done(f"stopped: {type(e).__name__}")
+            bar.done(f"stopped: {type(e).__name__}", complete=False)
             raise
         bar.segment_done()
         bar.done("accept" if verdict.accept else "reject")

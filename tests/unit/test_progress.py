@@ -59,9 +59,9 @@ class Recorded(Board):
         self.updates.append(fields)
         super().update(task, **fields)
 
-    def finish(self, task: Any, detail: str) -> None:
+    def finish(self, task: Any, detail: str, complete: bool = True) -> None:
         self.finished.append(detail)
-        super().finish(task, detail)
+        super().finish(task, detail, complete)
 
 
 @pytest.fixture(autouse=True)
@@ -95,6 +95,16 @@ def test_a_unit_bar_advances_per_step_checkpoint_and_commit() -> None:
     bar.committed()
     shown = screen(board, out)
     assert "8/8" in shown and "checkpoints 5/5, committed" in shown
+    board.stop()
+
+
+def test_a_stopped_unit_keeps_its_bar_where_it_got_to() -> None:
+    board, out = terminal()
+    bar = board.unit(5, steps=8, checkpoints=5)
+    bar.step(3, stored=2)
+    bar.failed("stopped: Interrupted")
+    shown = screen(board, out)
+    assert "3/8" in shown and "stopped: Interrupted" in shown and "8/8" not in shown
     board.stop()
 
 
@@ -267,8 +277,8 @@ def test_a_challenger_shows_its_audit(monkeypatch: pytest.MonkeyPatch, tmp_path:
         c.device, c.progress, c.state = None, board, state
         c.log = Events()  # type: ignore[assignment]
         c.content = SimpleNamespace(spec=lambda _job: SPEC)  # type: ignore[assignment]
-        c.plan = lambda _unit: [0, 2]  # type: ignore[method-assign]
-        c._same_class = lambda _unit: True  # type: ignore[method-assign]
+        c.plan = lambda unit: [0, 2]  # type: ignore[method-assign]
+        c._same_class = lambda unit: True  # type: ignore[method-assign]
         c._audit(dataclasses.replace(UNIT, unit_id=13, status=UnitStatus.VERIFIED))
     shown = screen(board, out)
     assert "unit 13 audit" in shown and "4/4" in shown and "segments 2/2 [0,2], all accepted" in shown
