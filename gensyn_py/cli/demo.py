@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 
 from gensyn_py.config import Settings
@@ -37,7 +38,7 @@ def demo(settings: Settings, keep: Path | None, store: str | None) -> None:
     from gensyn_py.sim.demo import DemoMarket
     from gensyn_py.sim.localnet import LocalNetwork
 
-    console = Console(width=max(100, Console().width))
+    console = Console()  # its width; the report lays itself out to fit (see `actors_view`)
     started = time.perf_counter()
     workdir = keep or Path(tempfile.mkdtemp(prefix="gensyn-demo-"))
     with console.status("compiling contracts…"):
@@ -58,7 +59,7 @@ def demo(settings: Settings, keep: Path | None, store: str | None) -> None:
         market = DemoMarket(net, lambda line: console.print(f"• {line}"))
         result = market.run()
         if keep is not None:  # the report now, then the chain and the explorer stay up until Ctrl-C
-            _report(console, result, time.perf_counter() - started, workdir)
+            report(console, result, time.perf_counter() - started, workdir)
             console.print(f"[bold]explorer[/] still serving at {explorer.url}, the chain at {net.url}; Ctrl-C stops")
             threading.Event().wait()
     except KeyboardInterrupt:
@@ -72,7 +73,7 @@ def demo(settings: Settings, keep: Path | None, store: str | None) -> None:
             net.stop()
     if keep is None:
         assert result is not None
-        _report(console, result, time.perf_counter() - started, workdir)
+        report(console, result, time.perf_counter() - started, workdir)
 
 
 def _start_explorer(net: LocalNetwork, workdir: Path) -> ExplorerServer:
@@ -83,7 +84,8 @@ def _start_explorer(net: LocalNetwork, workdir: Path) -> ExplorerServer:
     return ExplorerServer(net.protocol, workdir / "explorer.sqlite", open_store(net.store_spec)).start()
 
 
-def _report(console: Console, result: DemoResult, wall: float, workdir: Path) -> None:
+def report(console: Console, result: DemoResult, wall: float, workdir: Path) -> None:
+    """The closing report: what the two jobs showed, who holds what now, and where the time went."""
     from gensyn_py.sim.demo import ACCURACY_TARGET
 
     console.rule("what happened")
@@ -91,15 +93,7 @@ def _report(console: Console, result: DemoResult, wall: float, workdir: Path) ->
                   f"[bold]{result.accuracy:.1%}[/] (target {ACCURACY_TARGET:.0%})")
     console.print(f"job {result.cheat_job}: the cheating solver was caught by {result.fraud_detected_by} and lost "
                   f"[bold red]{result.cheater_slashed / E18:,.0f}[/] tokens of stake; the unit was redone honestly")
-    table = Table("actor", "wallet", "stake", "net change", "slashed", "txs", "gas")
-    for name, before in result.before.items():
-        after = result.after[name]
-        txs, gas = result.gas.get(name, (0, 0))
-        table.add_row(name, f"{before.wallet / E18:,.0f} → {after.wallet / E18:,.2f}",
-                      f"{before.bonded / E18:,.0f} → {after.bonded / E18:,.0f}",
-                      f"{(after.total - before.total) / E18:+,.2f}", f"{result.slashed.get(name, 0) / E18:,.0f}",
-                      str(txs), f"{gas:,}")
-    console.print(table)
+    console.print(actors_view(console, result))
     total_gas = sum(g for _, g in result.gas.values())
     s = result.seconds
     console.print(f"gas spent by all actors: {total_gas:,}")
@@ -107,3 +101,44 @@ def _report(console: Console, result: DemoResult, wall: float, workdir: Path) ->
                   f"verification {s['verification']:.1f} CPU-s, protocol waiting (claim auctions, seed blocks, "
                   f"reveal and challenge windows) {s['protocol']:.1f}s")
     console.print(f"chain state, content store, daemon state and logs in {workdir}")
+
+
+UNBOUNDED = 10_000  # columns: room to measure a table's natural width
+COLUMNS = ("actor", "wallet", "stake", "net change", "slashed", "txs", "gas")
+
+
+def actor_rows(result: DemoResult) -> list[tuple[str, ...]]:
+    """One row per actor, in `COLUMNS` order: balances before → after, what was slashed, gas spent."""
+    rows: list[tuple[str, ...]] = []
+    for name, before in result.before.items():
+        after = result.after[name]
+        txs, gas = result.gas.get(name, (0, 0))
+        rows.append((name, f"{before.wallet / E18:,.0f} → {after.wallet / E18:,.2f}",
+                     f"{before.bonded / E18:,.0f} → {after.bonded / E18:,.0f}",
+                     f"{(after.total - before.total) / E18:+,.2f}", f"{result.slashed.get(name, 0) / E18:,.0f}",
+                     str(txs), f"{gas:,}"))
+    return rows
+
+
+def actors_view(console: Console, result: DemoResult) -> RenderableType:
+    """The actors' table where it fits the console whole; otherwise the same figures as key/value lines.
+
+    A rich table wider than its console is squeezed and its cells cut ("…"), as happens at the 80 columns a
+    console assumes when its output is not a terminal (a CI log, a pipe). The lines wrap at spaces instead:
+    every name and figure is printed whole at any width.
+    """
+    rows = actor_rows(result)
+    table = Table(*COLUMNS)
+    for row in rows:
+        table.add_row(*row)
+    natural = Measurement.get(console, console.options.update_width(UNBOUNDED), table).maximum
+    if natural <= console.width:
+        return table
+    lines = Table.grid(padding=(0, 2))
+    lines.add_column(style="bold", no_wrap=True)  # the actor's name, whole
+    lines.add_column(overflow="fold")  # its figures wrap (at spaces where they can), never cut
+    for row in rows:
+        figures = ["   ".join(f"{k} {v}" for k, v in zip(COLUMNS[a:b], row[a:b], strict=True))
+                   for a, b in ((1, 3), (3, 7))]  # wallet, stake; net change, slashed, txs, gas
+        lines.add_row(row[0], "\n".join(figures))
+    return lines

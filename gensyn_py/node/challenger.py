@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from gensyn_py.errors import ContractRevert
 from gensyn_py.node.daemon import Handler
+from gensyn_py.node.progress import Board, board, replay_bar
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.sampler import segments_for
 from gensyn_py.proof.verify import check_segment
@@ -32,13 +33,15 @@ if TYPE_CHECKING:
 class ChallengerDaemon(NodeDaemon):
     role_bits = ROLE_CHALLENGER
     role_name = "challenger"
+    progress: Board | None = None
 
     def __init__(self, config: NodeConfig, device: str | None = None, audit_fraction: float = 0.2,
-                 max_segments: int = 4) -> None:
+                 max_segments: int = 4, progress: Board | None = None) -> None:
         if not 0 < audit_fraction <= 1 or max_segments < 1:
             raise ValueError("audit_fraction must be in (0, 1] and max_segments >= 1")
         super().__init__(config)
         self.device = device
+        self.progress = progress  # None: the process's board (bars on a terminal only)
         self.audit_fraction = audit_fraction
         self.max_segments = max_segments
         self._rng = random.Random(secrets.randbits(128))
@@ -91,15 +94,25 @@ class ChallengerDaemon(NodeDaemon):
         if self.state.get(key) is not None:
             return
         findings: list[dict[str, Any]] = []
-        for segment in self.plan(unit):
+        segments = self.plan(unit)
+        bar = replay_bar(self.progress or board(), self.content, unit, segments, "audit")
+        for segment in segments:
             started = time.perf_counter()
-            verdict = check_segment(self.content, unit, segment, self.device)
+            try:
+                verdict = check_segment(self.content, unit, segment, self.device, on_step=bar.step)
+            except BaseException as e:
+                bar.done(f"stopped: {type(e).__name__}", complete=False)
+                raise
+            bar.segment_done()
             findings.append({"segment": segment, "accept": verdict.accept, "reason": verdict.reason})
             self.log.info("audit", unit=unit.unit_id, segment=segment, accept=verdict.accept, reason=verdict.reason,
                           verify_s=round(time.perf_counter() - started, 4))
             if not verdict.accept:
+                bar.done(f"segment {segment} rejected: challenging")
                 self._challenge(unit, segment, epoch)
                 break
+        else:
+            bar.done("all accepted")
         self.state.put(key, findings)
 
     def _challenge(self, unit: Unit, segment: int, epoch: str) -> None:

@@ -5,6 +5,10 @@ fields, e.g. `log.warning("cycle.retry", error="...", delay_s=2.0)`. Records
 from elsewhere in the package (the chain layer's stdlib loggers) come out in
 the same shape, their message as the event and the logger name as a field.
 
+On a terminal, the daemons draw progress bars on stderr (`node/progress.py`);
+log lines to stderr then go through the bars' console, which prints each one
+whole above them. Anywhere else (a pipe, a file) no bar is drawn.
+
 Nothing is configured at import time: the CLI calls `configure_logging()`
 once (the `logging_options` decorator adds `--log-level`, `--log-file` and
 `--log-format` to a click command).
@@ -108,6 +112,14 @@ class EventLogger:
         self.log(logging.ERROR, event, exc_info=True, **fields)
 
 
+def _stderr() -> TextIO:
+    """stderr; while progress bars are drawn there, a stream that prints each line whole above them."""
+    from gensyn_py.node.progress import board
+
+    bars = board()
+    return bars.stream() if bars.enabled else sys.stderr  # type: ignore[return-value]
+
+
 def configure_logging(
     daemon: str | None = None,
     level: str | int = "INFO",
@@ -127,7 +139,7 @@ def configure_logging(
         path.parent.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(path, encoding="utf-8")
     else:
-        handler = logging.StreamHandler(stream or sys.stderr)
+        handler = logging.StreamHandler(stream or _stderr())
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(JsonFormatter(daemon) if fmt == "json" else TextFormatter(daemon))
     root = logging.getLogger()

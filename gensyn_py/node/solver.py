@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from gensyn_py.errors import ContentNotFound, ContractRevert, GensynError, TrainingError, VerificationError
 from gensyn_py.node.daemon import Handler, Triage
 from gensyn_py.node.preflight import check_shape, preflight
+from gensyn_py.node.progress import Board, UnitBar, board
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.availability import republish
 from gensyn_py.proof.commitment import Manifest, UnitCommitment
@@ -73,10 +74,13 @@ class Interrupted(TrainingError):
 class SolverDaemon(NodeDaemon):
     role_bits = ROLE_SOLVER
     role_name = "solver"
+    progress: Board | None = None
+    _unit_bar: UnitBar | None = None  # the bar of the unit being trained, for `train_unit`'s step hook
 
     def __init__(self, config: NodeConfig, records_dir: Path, device: str | None = None,
-                 partial_every: int | None = None) -> None:
+                 partial_every: int | None = None, progress: Board | None = None) -> None:
         super().__init__(config)
+        self.progress = progress  # None: the process's board (bars on a terminal only)
         self.records_dir = records_dir
         self.records_dir.mkdir(parents=True, exist_ok=True)
         self.device = device
@@ -286,8 +290,16 @@ class SolverDaemon(NodeDaemon):
         if self.state.is_done(key):
             return
         started = time.perf_counter()
-        commitment = self._work(unit, epoch)
+        bar = self._unit_bar = self._bar(unit)
+        try:
+            commitment = self._work(unit, epoch)
+        except BaseException as e:
+            bar.failed(f"stopped: {type(e).__name__}")
+            raise
+        finally:
+            self._unit_bar = None
         train_s = time.perf_counter() - started
+        bar.committing()
 
         def committed() -> bool:
             u = self.view.unit(unit.unit_id)
@@ -302,9 +314,22 @@ class SolverDaemon(NodeDaemon):
                 raise
             self.log.warning("unit.commit_refused", unit=unit.unit_id, reason=e.name)
             self.state.mark_done(key, detail=f"refused: {e.name}")
+            bar.failed(f"commit refused: {e.name}")
             return
+        except BaseException as e:
+            bar.failed(f"commit failed: {type(e).__name__}")
+            raise
+        bar.committed()
         self.log.info("unit.committed", unit=unit.unit_id, root="0x" + commitment.checkpoint_root.hex(),
                       manifest=commitment.manifest_cid, train_s=round(train_s, 4))
+
+    def _bar(self, unit: Unit) -> UnitBar:
+        """The unit's progress bar (drawn on a terminal only): steps, checkpoints stored, commit."""
+        bars = self.progress or board()
+        if unit.is_aggregation:
+            return bars.unit(unit.unit_id, 1, 1, label="aggregate")
+        spec = self.content.spec(unit.job_id)
+        return bars.unit(unit.unit_id, spec.steps_per_unit, spec.num_segments + 1)
 
     def _work(self, unit: Unit, epoch: int) -> UnitCommitment:
         """Train (or aggregate) the unit; resumes from the saved record after a crash."""
@@ -340,20 +365,23 @@ class SolverDaemon(NodeDaemon):
             record = UnitRecord()
             trainer = Trainer(spec, dataset, unit.round, unit.shard, self.device, weights)
         total = spec.steps_per_unit
-        every = max(1, total // 10)
+        log_every = max(1, total // 10)
+        bar = self._unit_bar
 
         def progress(step: int, _total: int, loss: float) -> None:
             if self.stopping:
                 raise Interrupted(f"stopped at step {step} of unit {unit.unit_id}")
-            if step % every == 0 or step == total:
+            if bar is not None:
+                bar.step(step, len(record.cids))  # the checkpoint writer appends each CID once stored
+            if step % log_every == 0 or step == total:
                 self.log.info("unit.progress", unit=unit.unit_id, step=step, steps=total, loss=round(loss, 5))
 
         self.log.info("unit.training", unit=unit.unit_id, job=unit.job_id, round=unit.round, shard=unit.shard,
                       steps=total, from_step=trainer.step, device=str(trainer.device))
-        every = self.partial_every if self.partial_every is not None else max(1, spec.num_segments // 4)
+        partial_every = self.partial_every if self.partial_every is not None else max(1, spec.num_segments // 4)
         return commit_segments(trainer, self.store, unit.job_id, on_step=progress, record=record, record_path=path,
                                solver=self.address, resume=resume, on_partial=partial(self._commit_partial, unit),
-                               partial_every=every)
+                               partial_every=partial_every)
 
     # -- partial commitments (resume, not restart) ---------------------------------------------
 

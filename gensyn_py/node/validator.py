@@ -35,6 +35,7 @@ from gensyn_py.chain.committee import vote_hash
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.errors import ContractRevert, VerificationError
 from gensyn_py.node.daemon import Handler
+from gensyn_py.node.progress import Board, board, replay_bar
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.availability import leaf_of, missing_data
 from gensyn_py.proof.replay import Verdict
@@ -66,13 +67,24 @@ class ValidatorDaemon(NodeDaemon):
     role_bits = ROLE_VALIDATOR
     role_name = "validator"
 
-    def __init__(self, config: NodeConfig, device: str | None = None) -> None:
+    progress: Board | None = None
+
+    def __init__(self, config: NodeConfig, device: str | None = None, progress: Board | None = None) -> None:
         super().__init__(config)
         self.device = device
+        self.progress = progress  # None: the process's board (bars on a terminal only)
 
     def replay(self, unit: Unit, segment: int) -> Verdict:
-        """Replay `segment` of the unit (or recompute an aggregation) and judge it."""
-        return check_segment(self.content, unit, segment, self.device)
+        """Replay `segment` of the unit (or recompute an aggregation) and judge it; on a terminal, with a bar."""
+        bar = replay_bar(self.progress or board(), self.content, unit, [segment])
+        try:
+            verdict = check_segment(self.content, unit, segment, self.device, on_step=bar.step)
+        except BaseException as e:
+            bar.done(f"stopped: {type(e).__name__}", complete=False)
+            raise
+        bar.segment_done()
+        bar.done("accept" if verdict.accept else "reject")
+        return verdict
 
     def handlers(self) -> dict[str, Handler]:
         return {"ValidatorsDrawn": self._note_drawn, "DisputeOpened": self._note_dispute}

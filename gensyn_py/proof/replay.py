@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from gensyn_py.storage.base import ContentStore
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
-    from gensyn_py.train.trainer import Trainer
+    from gensyn_py.train.trainer import StepCallback, Trainer
 
 
 @dataclass(frozen=True)
@@ -65,15 +65,19 @@ def replay_segment(
     device: str | None = None,
     global_weights: Mapping[str, torch.Tensor] | None = None,
     timeout: float | None = None,
+    *,
+    on_step: StepCallback | None = None,
 ) -> Verdict:
     """Replay `segment`; reject on any mismatch. Raises nothing for solver faults.
+
+    `on_step` is called after each replayed step (a progress bar's hook).
 
     Missing or corrupt content is the solver's fault (it must keep checkpoints
     available) and rejects; a store that cannot be reached at all is the
     validator's own trouble and raises `StorageError`, to be retried.
     """
     try:
-        return _replay(spec, dataset, store, unit, manifest, segment, device, global_weights, timeout)
+        return _replay(spec, dataset, store, unit, manifest, segment, device, global_weights, timeout, on_step)
     except (ContentNotFound, ContentMismatch) as e:
         return Verdict(False, segment, None, f"checkpoint unavailable or corrupt: {e}")
     except (VerificationError, TrainingError) as e:
@@ -153,6 +157,7 @@ def _replay(
     device: str | None,
     global_weights: Mapping[str, torch.Tensor] | None,
     timeout: float | None,
+    on_step: StepCallback | None = None,
 ) -> Verdict:
     check_manifest_header(spec, m, unit.job_id, unit.round, unit.shard)
     if not 0 <= j < m.num_segments:
@@ -168,7 +173,7 @@ def _replay(
         return _reject(j, why)
 
     trainer = trainer_at_checkpoint(spec, dataset, store, m, j, device, global_weights, timeout)
-    losses = trainer.run(spec.checkpoint_interval)
+    losses = trainer.run(spec.checkpoint_interval, on_step=on_step)
     replayed_end = state_hash(trainer.state_dict())
     # INVARIANT: the transcript is bound to who trained the segment: a copied root replays to other transcripts.
     t_hash = transcript_hash(losses, replayed_end, m.author_of(j, unit.solver))

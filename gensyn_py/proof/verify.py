@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gensyn_py.errors import VerificationError
 from gensyn_py.proof.aggregation_unit import verify_aggregation
 from gensyn_py.proof.content import JobContent
 from gensyn_py.proof.replay import UnitRef, Verdict, replay_segment
 from gensyn_py.types import Unit
 
+if TYPE_CHECKING:
+    from gensyn_py.train.trainer import StepCallback
 
-def check_segment(content: JobContent, unit: Unit, segment: int, device: str | None = None) -> Verdict:
+
+def check_segment(content: JobContent, unit: Unit, segment: int, device: str | None = None, *,
+                  on_step: StepCallback | None = None) -> Verdict:
     """Replay (or, for an aggregation unit, recompute) `segment` of the unit's latest commitment.
+
+    `on_step` is called after each replayed step (a progress bar's hook).
 
     Solver faults (a missing manifest, a commitment its manifest does not
     match) reject; the node's own trouble (an unreachable store or RPC) raises
@@ -33,4 +41,4 @@ def check_segment(content: JobContent, unit: Unit, segment: int, device: str | N
     partials = content.view.partials(unit.unit_id) if manifest.inherited else ()
     ref = UnitRef(unit.job_id, unit.round, unit.shard, commitment.checkpoint_root, unit.solver, partials)
     return replay_segment(spec, content.dataset(unit.job_id), content.store, ref, manifest, segment, device,
-                          content.start_weights(unit.job_id, unit.round), content.timeout)
+                          content.start_weights(unit.job_id, unit.round), content.timeout, on_step=on_step)
