@@ -26,9 +26,10 @@ from web3.types import RPCEndpoint
 
 from gensyn_py.chain.client import with_retry
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.chain.events import EventReader, EventRecord
+from gensyn_py.chain.events import EventRecord
 from gensyn_py.errors import ChainError
 from gensyn_py.explorer import schema
+from gensyn_py.explorer.decode import LogDecoder
 from gensyn_py.explorer.refs import dumps, refs_of
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,8 @@ class Indexer:
         self.protocol = protocol
         self.w3: Web3 = protocol.w3
         self.db = db
-        self.reader = EventReader(self.w3, {n: protocol[n] for n in protocol.names}, chunk_size=chunk_size)
+        self.decoder = LogDecoder({n: protocol[n] for n in protocol.names})
+        self.addresses = [protocol[n].address for n in protocol.names]
         self.chunk_size = chunk_size
         self.start_block = start_block
         self.exclude = frozenset(a.lower() for a in protocol.addresses.values())
@@ -133,7 +135,7 @@ class Indexer:
             self.changed.notify_all()
 
     def _index_range(self, start: int, end: int) -> int:
-        records = self.reader.fetch(start, end)
+        records = self.fetch(start, end)
         with_events = {r.block_number for r in records}
         blocks, receipts = self._blocks_and_receipts(sorted(with_events | {end}), with_events)
         wanted = {r.tx_hash for r in records}
@@ -155,6 +157,15 @@ class Indexer:
             db.execute("ROLLBACK")
             raise
         return len(records)
+
+    def fetch(self, start: int, end: int) -> list[EventRecord]:
+        """The protocol's events in [start, end], decoded with eth-abi (`decode.py`), in chain order."""
+        params = {"fromBlock": hex(start), "toBlock": hex(end), "address": self.addresses}
+        answer = self._rpc(partial(self.w3.provider.make_request, RPCEndpoint("eth_getLogs"), [params]),
+                           f"eth_getLogs {start}-{end}")
+        if answer.get("error") or not isinstance(answer.get("result"), list):
+            raise ChainError(f"eth_getLogs {start}-{end}: {answer.get('error')}")
+        return self.decoder.decode_all(answer["result"])
 
     def _blocks_and_receipts(self, numbers: list[int], with_receipts: set[int]
                              ) -> tuple[dict[int, tuple[str, int]], dict[int, list[tuple[str, str, int]]]]:

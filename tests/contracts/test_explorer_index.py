@@ -6,15 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 from web3 import Web3
 
 from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.chain.events import EventRecord
 from gensyn_py.devnet.anvil import AnvilNode
 from gensyn_py.explorer import queries, schema
 from gensyn_py.explorer.indexer import Indexer
+from gensyn_py.explorer.refs import jsonable
 from gensyn_py.explorer.server import ExplorerServer, free_port
 from gensyn_py.storage.local import LocalStore
 from tests.contracts.flows import honest_unit, rejected_unit
@@ -116,3 +119,19 @@ def test_a_restarted_chain_is_followed_without_losing_the_index(tmp_path: Path, 
         assert queries.job_view(db, first) is not None and queries.job_view(db, second) is not None
     finally:
         node.stop()
+
+
+def test_the_index_decodes_every_event_as_web3_does(proto: Protocol) -> None:
+    """The explorer decodes raw logs with eth-abi (fast); web3's own decoding is the reference."""
+    rejected_unit(proto)  # a dispute (address arrays) after the registrations (structs), a unit, verdicts
+    contracts = contracts_of(proto)
+    head = int(proto.w3.eth.block_number)
+    ours = Indexer(contracts, schema.connect(":memory:")).fetch(0, head)
+    theirs = contracts.event_reader().fetch(0, head)
+    assert {"NodeRegistered", "ValidatorsDrawn", "VerdictRevealed", "UnitDisputed"} <= {r.event for r in ours}
+
+    def seen(records: list[EventRecord]) -> list[tuple[Any, ...]]:
+        return [(r.contract, r.event, jsonable(r.args), list(r.args), r.address, r.block_number, r.log_index,
+                 r.tx_hash, r.block_hash) for r in records]
+
+    assert seen(ours) == seen(theirs)
