@@ -21,7 +21,6 @@ log = logging.getLogger(__name__)
 
 AMOUNTS = frozenset({"amount", "price", "penalty", "solverPay", "validatorPay", "budget", "refund", "pot", "slashed",
                      "bonded", "locked", "weight", "yesWeight", "noWeight"})
-HIDDEN = frozenset({"jobId"})
 TIMES = frozenset({"deadline", "commitDeadline", "revealDeadline", "release", "until", "answerBy", "challengeEnd"})
 ANY_PRICE = 2**128 - 1
 
@@ -41,7 +40,7 @@ def _value(name: str, value: Any) -> Markup:
         return Markup(", ").join(_value(name, v) for v in value)
     if isinstance(value, dict):
         return Markup(" ").join(Markup("{0}={1}").format(k, _value(k, v)) for k, v in value.items())
-    if name in ("unitId", "disputeId"):
+    if name in ("jobId", "unitId", "disputeId"):
         return link(name.removesuffix("Id"), int(value))
     if name in AMOUNTS:
         return Markup("{0}").format(tokens(int(value)))
@@ -59,7 +58,7 @@ def _value(name: str, value: Any) -> Markup:
 def describe(ev: Event) -> Markup:
     """`name: key=value ...` with every address, unit and dispute a link."""
     parts = [Markup('<span class="k">{0}</span> {1}').format(k, _value(k, v))
-             for k, v in ev.args.items() if k not in HIDDEN]
+             for k, v in ev.args.items()]
     return Markup(" · ").join(parts)
 
 
