@@ -98,12 +98,7 @@ class ChallengerDaemon(NodeDaemon):
         bar = replay_bar(self.progress or board(), self.content, unit, segments, "audit")
         for segment in segments:
             started = time.perf_counter()
-            try:
-                verdict = check_segment(self.content, unit, segment, self.device, on_step=bar.step)
-            except BaseException as e:
-                bar.done(f"stopped: {type(e).__name__}", complete=False)
-                raise
-            bar.segment_done()
+            verdict = bar.run(partial(check_segment, self.content, unit, segment, self.device))
             findings.append({"segment": segment, "accept": verdict.accept, "reason": verdict.reason})
             self.log.info("audit", unit=unit.unit_id, segment=segment, accept=verdict.accept, reason=verdict.reason,
                           verify_s=round(time.perf_counter() - started, 4))

@@ -212,6 +212,16 @@ class ReplayBar:
         self.board.update(self.task, completed=self._done * self.steps,
                           detail=_segments_detail(self._done, self.segments))
 
+    def run(self, replay: Callable[..., R]) -> R:
+        """`replay(on_step=...)` with this bar following its steps; one that raises leaves the bar stopped."""
+        try:
+            result = replay(on_step=self.step)
+        except BaseException as e:
+            self.done(f"stopped: {type(e).__name__}", complete=False)
+            raise
+        self.segment_done()
+        return result
+
     def done(self, outcome: str, complete: bool = True) -> None:
         """The draw is judged (`complete`), or the replay stopped where the bar got to."""
         self.board.finish(self.task, f"{_segments_detail(self._done, self.segments)}, {outcome}", complete)

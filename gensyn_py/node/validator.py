@@ -77,12 +77,7 @@ class ValidatorDaemon(NodeDaemon):
     def replay(self, unit: Unit, segment: int) -> Verdict:
         """Replay `segment` of the unit (or recompute an aggregation) and judge it; on a terminal, with a bar."""
         bar = replay_bar(self.progress or board(), self.content, unit, [segment])
-        try:
-            verdict = check_segment(self.content, unit, segment, self.device, on_step=bar.step)
-        except BaseException as e:
-            bar.done(f"stopped: {type(e).__name__}", complete=False)
-            raise
-        bar.segment_done()
+        verdict = bar.run(partial(check_segment, self.content, unit, segment, self.device))
         bar.done("accept" if verdict.accept else "reject")
         return verdict
 

@@ -34,13 +34,7 @@ def checkpoint_losses(content: JobContent, unit: Unit, device: str | None = None
     """
     if unit.is_aggregation:
         return []
-    commitment = content.view.commitment(unit.unit_id)
-    if commitment is None:
-        raise VerificationError(f"unit {unit.unit_id} has no commitment")
-    m = content.manifest(commitment.manifest_cid)
-    # INVARIANT: only checkpoints the on-chain commitment names are charted.
-    if m.root() != commitment.checkpoint_root or m.final_state_hash != commitment.final_state_hash:
-        raise VerificationError(f"unit {unit.unit_id}: manifest {commitment.manifest_cid} differs from its commitment")
+    _, m = content.committed(unit)  # only checkpoints the on-chain commitment names are charted
     spec = content.spec(unit.job_id)
     try:
         check_manifest_header(spec, m, unit.job_id, unit.round, unit.shard)

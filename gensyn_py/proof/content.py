@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gensyn_py.chain.view import ChainView
+from gensyn_py.chain.view import ChainView, Commitment
 from gensyn_py.crypto.hashing import sha256
 from gensyn_py.errors import SpecError, VerificationError
 from gensyn_py.proof.aggregation_unit import UnitResult, load_weights
@@ -69,14 +69,20 @@ class JobContent:
             self._manifests[cid] = fetch_manifest(self.store, cid, self.timeout)
         return self._manifests[cid]
 
-    def result(self, unit: Unit) -> UnitResult:
-        """The unit's committed result (its last checkpoint), checked against the chain."""
+    def committed(self, unit: Unit) -> tuple[Commitment, Manifest]:
+        """The unit's latest commitment and its manifest, which must match it (root and final state hash)."""
         c = self.view.commitment(unit.unit_id)
         if c is None:
             raise VerificationError(f"unit {unit.unit_id} has no commitment")
         m = self.manifest(c.manifest_cid)
+        # INVARIANT: only content the on-chain commitment names is used.
         if m.root() != c.checkpoint_root or m.final_state_hash != c.final_state_hash:
             raise VerificationError(f"unit {unit.unit_id}: manifest {c.manifest_cid} differs from its commitment")
+        return c, m
+
+    def result(self, unit: Unit) -> UnitResult:
+        """The unit's committed result (its last checkpoint), checked against the chain."""
+        c, m = self.committed(unit)
         return UnitResult(unit.unit_id, unit.shard, c.final_state_hash, m.checkpoint_cids[-1])
 
     def round_results(self, job_id: int, round_: int) -> list[UnitResult]:
