@@ -237,7 +237,8 @@ def test_the_explorer_follows_the_market_in_a_browser(market: LocalNetwork, tmp_
         job = submit(net, steps=40, seed=21)
         browser.get(f"{explorer.url}/job/{job}")
         first_version = int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-version") or 0)
-        assert "Units" in browser.page_source
+        # Opened at once, the page may say "no job" until the index has the block; it swaps itself in live.
+        until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "section.unit"), 60, "the job's units")
         states = lambda d: d.execute_script(  # noqa: E731  (read at once: the page may be swapped meanwhile)
             "return [...document.querySelectorAll('.unit h3 .st')].map(e => e.textContent)")
         until(browser, lambda d: states(d) and all(s == "Final" for s in states(d)), 240, "every unit to be Final")
