@@ -14,6 +14,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from eth_utils import to_checksum_address
+
 from gensyn_py.explorer.content import losses_key, spec_key
 from gensyn_py.types import Outcome
 
@@ -127,7 +129,8 @@ def _events(db: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list
         "FROM events e LEFT JOIN blocks b ON b.number = e.block LEFT JOIN txs t ON t.hash = e.tx "
         f"WHERE {where} ORDER BY e.block, e.log_index", params).fetchall()
     return [Event(int(r[0]), int(r[1]), str(r[2]), str(r[3]), str(r[4]), json.loads(r[5]),
-                  None if r[6] is None else int(r[6]), r[7], None if r[8] is None else int(r[8])) for r in rows]
+                  None if r[6] is None else int(r[6]), None if r[7] is None else to_checksum_address(r[7]),
+                  None if r[8] is None else int(r[8])) for r in rows]
 
 
 def _ref_events(db: sqlite3.Connection, kind: str, refs: list[str]) -> list[Event]:
