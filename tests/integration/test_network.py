@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -199,7 +200,19 @@ def test_a_lazy_validator_is_caught_and_loses_stake(market: LocalNetwork) -> Non
     assert_conservation(net)
 
 
-def test_a_cheating_solver_is_slashed_and_its_unit_redone(market: LocalNetwork) -> None:
+@dataclass(frozen=True)
+class CheatPlay:
+    start: int  # the block before the cheat
+    cheater: str
+    job: int
+    unit_id: int
+
+
+@pytest.fixture(scope="module")
+def cheat_played(market: LocalNetwork) -> CheatPlay:
+    """A solver restarted dishonest takes a unit, is convicted and slashed; an honest one redoes the unit.
+
+    Played once per module: its test checks the outcome, the explorer's browser test shows it."""
     net = market
     # The committee never seats the unit's own validators: a third validator, there before the dispute opens,
     # is the committee (one seat, so one revealed vote is a quorum).
@@ -220,19 +233,24 @@ def test_a_cheating_solver_is_slashed_and_its_unit_redone(market: LocalNetwork) 
     finally:
         cheater.args = [a for a in cheater.args if a not in ("--cheat", "wrong_lr")]
         net.restart("solver-2")
-    assert slashes(net, start) == [(cheater.account.address, COLLATERAL)]  # its whole collateral, nobody else
-    assert protocol(net).registry().is_jailed(cheater.account.address)
-    assert view.unit(unit_id).solver == net.nodes["solver-1"].account.address
+    return CheatPlay(start, cheater.account.address, job, unit_id)
+
+
+def test_a_cheating_solver_is_slashed_and_its_unit_redone(market: LocalNetwork, cheat_played: CheatPlay) -> None:
+    net, play = market, cheat_played
+    assert slashes(net, play.start) == [(play.cheater, COLLATERAL)]  # its whole collateral, nobody else
+    assert protocol(net).registry().is_jailed(play.cheater)
+    assert ChainView(protocol(net)).unit(play.unit_id).solver == net.nodes["solver-1"].account.address
     assert_conservation(net)
 
 
-def test_the_explorer_follows_the_market_in_a_browser(market: LocalNetwork, tmp_path: Path,
-                                                      browser: WebDriver) -> None:
+def test_the_explorer_follows_the_market_in_a_browser(market: LocalNetwork, cheat_played: CheatPlay,
+                                                      tmp_path: Path, browser: WebDriver) -> None:
     """What a person sees: a new job's units reach Final live (no reload), its loss chart has points, the
     cheater of the test before has its slash on its node page, the dispute says who paid whom, phones fit."""
     net = market
     pool = protocol(net).pool()
-    cheater = net.nodes["solver-2"].account.address
+    cheater = cheat_played.cheater
     with ExplorerServer(protocol(net), tmp_path / "index.sqlite", open_store(net.store_spec)) as explorer:
         job = submit(net, steps=40, seed=21)
         browser.get(f"{explorer.url}/job/{job}")
@@ -279,7 +297,7 @@ def test_the_explorer_follows_the_market_in_a_browser(market: LocalNetwork, tmp_
         as_phone(browser, False)
         browser.get(f"{explorer.url}/job/999")
         assert "There is no job 999" in browser.page_source
-    assert slashes(net, 0) == [(cheater, COLLATERAL)]  # watching changed nothing: the cheater's slash alone
+    assert slashes(net, cheat_played.start) == [(cheater, COLLATERAL)]  # watching changed nothing
 
 
 def test_rpc_restart_and_store_outage_are_ridden_out(tmp_path: Path) -> None:
