@@ -44,6 +44,7 @@ class ExplorerContext:
     version: Callable[[], int]
     wait_change: Callable[[int, float], int]  # blocks until the version passes the given one, or the timeout
     status: Callable[[], dict[str, Any]]  # the indexer's last poll: head, error
+    stopping: Callable[[], bool] = lambda: False  # the server is shutting down: live streams end, not hang
 
 
 def make_env() -> Environment:
@@ -125,7 +126,7 @@ def create_app(ctx: ExplorerContext) -> Starlette:
         async def stream() -> AsyncIterator[str]:
             seen = ctx.version()
             yield f"retry: 2000\ndata: {seen}\n\n"
-            while not await request.is_disconnected():
+            while not ctx.stopping() and not await request.is_disconnected():
                 now = await anyio.to_thread.run_sync(ctx.wait_change, seen, 5.0)
                 if now != seen:
                     seen = now

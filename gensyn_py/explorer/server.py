@@ -96,7 +96,7 @@ class ExplorerServer:
 
     def start(self) -> ExplorerServer:
         ctx = ExplorerContext(self.reader, self.protocol, self.store, lambda: self.indexer.version,
-                              self.wait_change, lambda: dict(self._status))
+                              self.wait_change, lambda: dict(self._status), self._stop.is_set)
         config = uvicorn.Config(create_app(ctx), host=self.host, port=self.port, log_level="warning",
                                 timeout_graceful_shutdown=1, lifespan="off")
         self._server = uvicorn.Server(config)

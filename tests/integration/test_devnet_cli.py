@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import requests
 from eth_account import Account
 from web3 import Web3
 
@@ -24,6 +26,31 @@ def _gensyn(args: list[str], tmp: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gensyn_py.cli", *args], env=env, capture_output=True, text=True, timeout=180
     )
+
+
+def _explorer_serves(tmp: Path, chain_port: str, pool: str) -> None:
+    """`gensyn explorer` on the devnet: it prints its URL, serves the network page, and stops on Ctrl-C."""
+    env = {**os.environ, "GENSYN_DEPLOYMENTS_DIR": str(tmp / "deploy"),
+           "GENSYN_RPC_URL": f"http://127.0.0.1:{chain_port}", "GENSYN_STORE": f"local:{tmp / 'store'}"}
+    proc = subprocess.Popen([sys.executable, "-m", "gensyn_py.cli", "explorer", "--port", str(free_port()),
+                             "--db", str(tmp / "explorer.sqlite")], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # printed once the server listens and the index has caught up
+        assert first.startswith("explorer: http://127.0.0.1:"), first
+        url = first.split()[1]
+        health = requests.get(f"{url}/healthz", timeout=30).json()
+        assert health["error"] is None and health["head"] >= 1
+        page = requests.get(url, timeout=30)
+        assert page.status_code == 200 and "Network" in page.text
+        # The deployment's own contracts are no one's node page.
+        assert requests.get(f"{url}/node/{pool}", timeout=30).status_code == 404
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert "stopping" in out
 
 
 def test_devnet_up_status_down_keeps_state(tmp_path: Path) -> None:
@@ -44,6 +71,7 @@ def test_devnet_up_status_down_keeps_state(tmp_path: Path) -> None:
         assert f"at http://127.0.0.1:{port}" in status.stdout  # the port `up` was given
         assert "jobs: 0 submitted" in status.stdout
         assert "tokens held by the protocol: 0.00" in status.stdout
+        _explorer_serves(tmp_path, port, deployment["contracts"]["TaskPool"])
     finally:
         down = _gensyn(["devnet", "down"], tmp_path)
     assert "devnet stopped" in down.stdout
