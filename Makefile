@@ -26,6 +26,13 @@ $(STAMP_NODE): package.json package-lock.json
 	npm install --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# brownie's own virtualenv (tests/integration/test_brownie.py uses it): minutes of pip on a fresh clone, so an
+# install step before the suite rather than inside a test's set-up; the script is quick once installed.
+BROWNIE := .venv-brownie/.installed
+$(BROWNIE): scripts/setup_brownie.sh $(STAMP_NODE)
+	bash scripts/setup_brownie.sh
+	@touch $@
+
 $(BROWSER):
 	@command -v apt-get >/dev/null || { echo "install chromium and its chromedriver (the browser tests need them)"; exit 1; }
 	$(SUDO) apt-get update -qq
@@ -34,8 +41,10 @@ $(BROWSER):
 demo: setup
 	$(VENV)/bin/gensyn demo
 
-test: setup $(BROWSER) lint
-	$(PY) -m pytest -q
+# Two workers, one test file each at a time (a file's module fixtures, such as a market, stay in one worker):
+# most integration tests wait on chain windows, so the other core runs the CPU-bound ones meanwhile.
+test: setup $(BROWNIE) $(BROWSER) lint
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Python: ruff, mypy, the import layers (pyproject.toml's importlinter contract);
 # Solidity: prettier (prettier-plugin-solidity) and solhint, pinned in package.json.

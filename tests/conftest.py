@@ -3,7 +3,9 @@
 Also the end-of-run check that the suite leaves no process behind: at session start a
 unique marker goes into os.environ, so every process the tests start (anvil, js-ipfs,
 role daemons, brownie, and their children) inherits it; at session end any live
-process still carrying it fails the run.
+process still carrying it fails the run. Under pytest-xdist (`make test` runs two
+workers) the workers share the controller's marker and the controller checks once,
+after every worker has exited.
 """
 
 from __future__ import annotations
@@ -123,12 +125,24 @@ def leftover_processes(value: str, grace: float = LEFTOVER_GRACE_S, name: str = 
         time.sleep(0.1)  # polling for the stragglers' exit, bounded by the deadline
 
 
+def _is_xdist_worker() -> bool:
+    return "PYTEST_XDIST_WORKER" in os.environ
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    os.environ[SESSION_MARKER] = uuid.uuid4().hex
+    # Under pytest-xdist the controller's session starts before it spawns its workers (xdist's own hook is
+    # trylast), so the workers inherit its marker: one marker for the whole run, checked once at its end.
+    if not (_is_xdist_worker() and os.environ.get(SESSION_MARKER)):
+        os.environ[SESSION_MARKER] = uuid.uuid4().hex
 
 
+@pytest.hookimpl(trylast=True)  # after xdist's session end, which waits for its workers to exit
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if anything a test started is still alive; then kill it so nothing lingers."""
+    """Fail the run if anything a test started is still alive; then kill it so nothing lingers.
+
+    A worker does not check: its neighbour's processes carry the same marker and may still be running."""
+    if _is_xdist_worker():
+        return
     value = os.environ.get(SESSION_MARKER)
     if not value or not Path("/proc").is_dir():
         return

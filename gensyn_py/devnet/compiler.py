@@ -213,7 +213,7 @@ def compile_detailed(
             }
     build_dir.mkdir(parents=True, exist_ok=True)
     payload = {"inputHash": digest, "compiler": compiler, "warnings": warnings, "artifacts": artifacts}
-    tmp = cache.with_suffix(".tmp")
+    tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")  # parallel test workers may compile at once
     tmp.write_text(json.dumps(payload))
     tmp.replace(cache)
     return CompileResult(artifacts, warnings, compiler, cached=False)
