@@ -83,7 +83,7 @@ def test_a_whole_batch_on_chain_is_the_trainers_batch(harness: Any, count: int, 
 def test_domain_is_the_contracts_and_an_empty_shard_is_refused(
     harness: Any, artifacts: dict[str, dict[str, Any]]
 ) -> None:
-    assert DOMAIN == b"gensyn.batch-sampler.v1".ljust(32, b"\0")
+    assert b"gensyn.batch-sampler.v1".ljust(32, b"\0") == DOMAIN
     errors = ErrorDecoder([artifacts["BatchIndexHarness"]["abi"]])
     try:
         harness.functions.batch(1, 0, 0, 0, 1, 0).call()

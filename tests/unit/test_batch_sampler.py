@@ -14,7 +14,8 @@ from gensyn_py.train.data import batch_indices
 
 def test_positions_are_the_documented_keccak_mod_shard_size() -> None:
     seed, round_, shard, step, size = 9, 2, 1, 17, 1003
-    words = [keccak256(DOMAIN + b"".join(v.to_bytes(32, "big") for v in (seed, round_, shard, step, i))) for i in range(5)]
+    encode = [DOMAIN + b"".join(v.to_bytes(32, "big") for v in (seed, round_, shard, step, i)) for i in range(5)]
+    words = [keccak256(m) for m in encode]
     assert positions(seed, round_, shard, step, 5, size).tolist() == [int.from_bytes(w, "big") % size for w in words]
     assert [position(seed, round_, shard, step, i, size) for i in range(5)] == positions(
         seed, round_, shard, step, 5, size
