@@ -6,9 +6,10 @@ step is a pure function of (seed, round, shard, step, i): the dispute game check
 on-chain (`contracts/libraries/BatchIndex.sol`, bit for bit the same), and the trainer derives any step without
 replaying the ones before it.
 
-Python cannot vectorize keccak itself, so the loop is as lean as it gets: the 160-byte prefix is encoded once per
-step, the counter words are encoded once per batch size, and the digests are reduced modulo the shard size in
-numpy (Horner over 16-bit limbs) rather than one Python int at a time.
+Python cannot vectorize keccak itself, so the loop is as lean as it gets: the 160-byte prefix is encoded and
+absorbed once per step (`keccak256_suffixes` copies the sponge state per counter), the counter words are encoded
+once per batch size, and the digests are reduced modulo the shard size in numpy (Horner over 16-bit limbs)
+rather than one Python int at a time.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from functools import cache
 
 import numpy as np
 
-from gensyn_py.crypto.hashing import bytes32, keccak256, uint256
+from gensyn_py.crypto.hashing import bytes32, keccak256, keccak256_suffixes, uint256
 from gensyn_py.errors import SpecError
 
 # Names the sampler and its version; a changed derivation gets a new DOMAIN, so old and new never agree by chance.
@@ -49,7 +50,7 @@ def positions(seed: int, round_: int, shard: int, step: int, count: int, shard_s
     if count < 0:
         raise SpecError(f"batch size {count} is negative")
     prefix = DOMAIN + uint256(seed) + uint256(round_) + uint256(shard) + uint256(step)
-    digests = b"".join([keccak256(prefix + word) for word in _counters(count)])
+    digests = keccak256_suffixes(prefix, _counters(count))
     return _mod_words(digests, shard_size)
 
 
