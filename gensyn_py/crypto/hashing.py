@@ -36,9 +36,13 @@ def keccak256_suffixes(prefix: bytes, suffixes: Sequence[bytes]) -> bytes:
     size32, padding = api.c_size_t(32), api.c_ubyte(0x01)  # 0x01: Keccak's padding (the EVM's), not SHA-3's
     copy, absorb, digest, read = lib.keccak_copy, lib.keccak_absorb, lib.keccak_digest, api.get_raw_buffer
     digests = []
+    sizes: dict[int, Any] = {}
     for s in suffixes:
+        size = sizes.get(len(s))
+        if size is None:
+            size = sizes[len(s)] = api.c_size_t(len(s))
         copy(b, w)
-        absorb(w, s, api.c_size_t(len(s)))
+        absorb(w, s, size)
         digest(w, out, size32, padding)
         digests.append(read(out))
     return b"".join(digests)

@@ -8,8 +8,8 @@ replaying the ones before it.
 
 Python cannot vectorize keccak itself, so the loop is as lean as it gets: the 160-byte prefix is encoded and
 absorbed once per step (`keccak256_suffixes` copies the sponge state per counter), the counter words are encoded
-once per batch size, and the digests are reduced modulo the shard size in numpy (Horner over 16-bit limbs)
-rather than one Python int at a time.
+once per batch size, and a large batch's digests are reduced modulo the shard size in numpy (Horner over 32-bit
+limbs) rather than one Python int at a time.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from gensyn_py.errors import SpecError
 
 # Names the sampler and its version; a changed derivation gets a new DOMAIN, so old and new never agree by chance.
 DOMAIN = bytes32(b"gensyn.batch-sampler.v1".ljust(32, b"\0"))
-# Shard sizes up to 2^40 keep the Horner step (r << 16 | limb with r < size) inside uint64.
-_MAX_SHARD = 1 << 40
+# Below this many draws, reducing one Python int at a time beats numpy's per-call cost.
+_NUMPY_FROM = 128
 
 
 @cache
@@ -34,19 +34,26 @@ def _counters(count: int) -> tuple[bytes, ...]:
 
 
 def _mod_words(digests: bytes, modulus: int) -> np.ndarray:
-    """Each 32-byte big-endian word of `digests` modulo `modulus`, as int64."""
-    limbs = np.frombuffer(digests, dtype=">u2").reshape(-1, 16).astype(np.uint64)
-    m = np.uint64(modulus)
-    r = np.zeros(limbs.shape[0], dtype=np.uint64)
-    for k in range(16):
-        r = ((r << np.uint64(16)) | limbs[:, k]) % m
+    """Each 32-byte big-endian word of `digests` modulo `modulus`, as int64.
+
+    In numpy for a large batch and a modulus below 2^32: Horner over the eight 32-bit limbs, where
+    (r << 32) | limb with r < modulus stays inside uint64.
+    """
+    n = len(digests) // 32
+    if n < _NUMPY_FROM or modulus >= 1 << 32:
+        return np.array([int.from_bytes(digests[k : k + 32], "big") % modulus for k in range(0, 32 * n, 32)], np.int64)
+    limbs = np.frombuffer(digests, dtype=">u4").reshape(n, 8).astype(np.uint64)
+    m, shift = np.uint64(modulus), np.uint64(32)
+    r = limbs[:, 0] % m
+    for k in range(1, 8):
+        r = ((r << shift) | limbs[:, k]) % m
     return r.astype(np.int64)
 
 
 def positions(seed: int, round_: int, shard: int, step: int, count: int, shard_size: int) -> np.ndarray:
     """Positions 0..count-1 of one step's batch within its shard (int64 array of length `count`)."""
-    if not 0 < shard_size <= _MAX_SHARD:
-        raise SpecError(f"shard size {shard_size} out of range 1..{_MAX_SHARD}")
+    if shard_size < 1:
+        raise SpecError(f"shard size {shard_size} must be positive")
     if count < 0:
         raise SpecError(f"batch size {count} is negative")
     prefix = DOMAIN + uint256(seed) + uint256(round_) + uint256(shard) + uint256(step)

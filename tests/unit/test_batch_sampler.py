@@ -22,6 +22,13 @@ def test_positions_are_the_documented_keccak_mod_shard_size() -> None:
     ).tolist()
 
 
+@pytest.mark.parametrize("size", [1, 1437, 2**31 + 11, 2**32 - 1, 2**32, 2**40 + 3])
+def test_large_batches_reduce_in_numpy_to_the_scalar_positions(size: int) -> None:
+    # 300 draws take the numpy path below 2^32, the Python-int path from 2^32 on; both equal the scalar form.
+    got = positions(2**62 + 5, 7, 3, 11, 300, size)
+    assert got.tolist() == [position(2**62 + 5, 7, 3, 11, i, size) for i in range(300)]
+
+
 def test_the_same_keys_give_the_same_batch_and_a_prefix_of_a_larger_one() -> None:
     a = positions(5, 1, 2, 3, 64, 777)
     assert (positions(5, 1, 2, 3, 64, 777) == a).all()
