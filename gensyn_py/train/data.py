@@ -2,8 +2,9 @@
 
 A dataset is a safetensors file holding `x` (inputs) and `y` (targets).
 Shard membership derives from the job seed; each step's batch derives from
-(seed, round, shard, step) through numpy's PCG64, so any step can be
-recomputed without replaying the ones before it.
+(seed, round, shard, step) through the counter-mode keccak sampler
+(`gensyn_py/train/batch_sampler.py`), so any step, and any one index of it, can be
+recomputed without replaying the ones before it, the contract included.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from gensyn_py.train.spec import DatasetSpec
 
 _DOMAIN_SHARDS = 0x5348  # "SH"
-_DOMAIN_BATCH = 0x4254  # "BT"
 
 
 @dataclass(frozen=True)
@@ -124,10 +124,13 @@ def shard_indices(num_examples: int, shards: int, shard: int, seed: int) -> np.n
 def batch_indices(
     shard_idx: np.ndarray, batch_size: int, seed: int, round_: int, shard: int, step: int
 ) -> np.ndarray:
-    """The examples of one step, drawn from the shard by a PCG64 keyed by (seed, round, shard, step)."""
-    rng = np.random.Generator(np.random.PCG64([seed, round_, shard, step, _DOMAIN_BATCH]))
-    replace = batch_size > len(shard_idx)
-    return shard_idx[rng.choice(len(shard_idx), size=batch_size, replace=replace)]
+    """The examples of one step: `shard_idx` at the sampler's positions for (seed, round, shard, step).
+
+    Drawn with replacement whatever the batch size, so that each index is checkable on its own on-chain.
+    """
+    from gensyn_py.train.batch_sampler import positions
+
+    return shard_idx[positions(seed, round_, shard, step, batch_size, len(shard_idx))]
 
 
 def to_tensors(ds: Dataset, idx: np.ndarray, device: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -95,8 +95,9 @@ class Trainer:
             self._data = to_tensors(self.dataset, np.arange(self.dataset.num_examples), self.device)
         sel = self._ahead.pop(step, None)
         if sel is None:
-            # The same pure function of (seed, round, shard, step), derived for the next steps in one
-            # loop: numpy's seeding code stays hot instead of running cold after every step's matmuls.
+            # The same pure function of (seed, round, shard, step) (the keccak sampler of batch_sampler.py),
+            # derived for the next steps in one loop: the hashing code stays hot instead of running cold after
+            # every step's matmuls.
             s = self.spec
             last = max(step + 1, min(step + BATCH_PREFETCH, s.steps_per_unit))
             self._ahead = {

@@ -1,0 +1,65 @@
+"""Cost per training step of the batch sampler: the counter-mode keccak (gensyn_py/train/batch_sampler.py)
+against the PCG64 draw it replaced, at batch 32 and 1,024 over a 1,437-example shard (the digits train split).
+
+Usage: python bench/sampler.py [--repeats N]. Prints one JSON line of microseconds per step (minimum over
+repeats, the two sides alternated in one process; this box is shared, so the minimum is the figure to read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from gensyn_py.train.batch_sampler import position
+from gensyn_py.train.data import batch_indices
+
+SHARD = np.arange(1437, dtype=np.int64)
+_DOMAIN_BATCH = 0x4254  # the replaced sampler's domain word
+
+
+def pcg64_batch(batch: int, step: int) -> np.ndarray:
+    """The replaced derivation: numpy PCG64 keyed by (seed, round, shard, step), without replacement if it fits."""
+    rng = np.random.Generator(np.random.PCG64([1, 0, 0, step, _DOMAIN_BATCH]))
+    return SHARD[rng.choice(len(SHARD), size=batch, replace=batch > len(SHARD))]
+
+
+def keccak_batch(batch: int, step: int) -> np.ndarray:
+    return batch_indices(SHARD, batch, 1, 0, 0, step)
+
+
+def naive_keccak_batch(batch: int, step: int) -> np.ndarray:
+    """The same positions one index at a time through the scalar form (the step's seed hashed again each time)."""
+    return SHARD[np.array([position(1, 0, 0, step, i, len(SHARD)) for i in range(batch)], dtype=np.int64)]
+
+
+def per_step_us(fn: Callable[[int, int], np.ndarray], batch: int, steps: int) -> float:
+    start = time.perf_counter()
+    for t in range(steps):
+        fn(batch, t)
+    return (time.perf_counter() - start) / steps * 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeats", type=int, default=7)
+    args = ap.parse_args()
+    assert (keccak_batch(64, 3) == naive_keccak_batch(64, 3)).all()
+    sides = {"pcg64": pcg64_batch, "keccak": keccak_batch, "keccak_naive": naive_keccak_batch}
+    out: dict[str, float] = {}
+    for batch, steps in ((32, 200), (1024, 20)):
+        best = {name: float("inf") for name in sides}
+        for _ in range(args.repeats):
+            for name, fn in sides.items():
+                best[name] = min(best[name], per_step_us(fn, batch, steps))
+        for name, us in best.items():
+            out[f"{name}_us_per_step_b{batch}"] = round(us, 1)
+        out[f"keccak_over_pcg64_b{batch}"] = round(best["keccak"] / best["pcg64"], 1)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
