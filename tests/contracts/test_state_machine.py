@@ -26,7 +26,15 @@ from typing import Any
 from eth_utils import keccak
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from gensyn_py.chain.pool import challenge_hash
 from gensyn_py.errors import ContractRevert, TransactionError
@@ -117,9 +125,19 @@ def make_machine(p: Protocol) -> type[RuleBasedStateMachine]:
             return self._work(u, True)
 
         # ---------------------------------------------------------------- actors' rules
+        @initialize(target=jobs, who=st.integers(0, 1), rounds=st.integers(1, 2), shards=st.integers(1, 2))
+        def first_job(self, who: int, rounds: int, shards: int) -> int:
+            """Every example starts with a job. Hypothesis turns a random subset of rules off in each example
+            (swarm testing) but never an initialize rule: with `submit` off in all 8 examples (about 1 run in
+            250), nothing was ever submitted and the run played only stake moves (seen in CI)."""
+            return self._submit(who, rounds, shards)
+
         @precondition(lambda self: self.njobs < MAX_JOBS)
         @rule(target=jobs, who=st.integers(0, 1), rounds=st.integers(1, 2), shards=st.integers(1, 2))
         def submit(self, who: int, rounds: int, shards: int) -> int:
+            return self._submit(who, rounds, shards)
+
+        def _submit(self, who: int, rounds: int, shards: int) -> int:
             self.njobs += 1
             job = p.submit(requesters[who], rounds=rounds, shards=shards)
             REACHED.update(p.unit(u)["status"] for u in self._units())  # a new job's units start Open
