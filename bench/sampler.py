@@ -1,4 +1,4 @@
-"""Cost per training step of the batch sampler: the counter-mode keccak (gensyn_py/train/batch_sampler.py)
+"""Cost per training step of the batch sampler: the counter-mode SHA-256 (gensyn_py/train/batch_sampler.py)
 against the PCG64 draw it replaced, at batch 32 and 1,024 over a 1,437-example shard (the digits train split).
 
 Usage: python bench/sampler.py [--repeats N]. Prints one JSON line of microseconds per step (minimum over
@@ -27,11 +27,11 @@ def pcg64_batch(batch: int, step: int) -> np.ndarray:
     return SHARD[rng.choice(len(SHARD), size=batch, replace=batch > len(SHARD))]
 
 
-def keccak_batch(batch: int, step: int) -> np.ndarray:
+def sha256_batch(batch: int, step: int) -> np.ndarray:
     return batch_indices(SHARD, batch, 1, 0, 0, step)
 
 
-def naive_keccak_batch(batch: int, step: int) -> np.ndarray:
+def naive_sha256_batch(batch: int, step: int) -> np.ndarray:
     """The same positions one index at a time through the scalar form (the step's seed hashed again each time)."""
     return SHARD[np.array([position(1, 0, 0, step, i, len(SHARD)) for i in range(batch)], dtype=np.int64)]
 
@@ -47,8 +47,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=7)
     args = ap.parse_args()
-    assert (keccak_batch(64, 3) == naive_keccak_batch(64, 3)).all()
-    sides = {"pcg64": pcg64_batch, "keccak": keccak_batch, "keccak_naive": naive_keccak_batch}
+    assert (sha256_batch(64, 3) == naive_sha256_batch(64, 3)).all()
+    sides = {"pcg64": pcg64_batch, "sha256": sha256_batch, "sha256_naive": naive_sha256_batch}
     out: dict[str, float] = {}
     for batch, steps in ((32, 200), (1024, 20)):
         best = {name: float("inf") for name in sides}
@@ -57,7 +57,7 @@ def main() -> None:
                 best[name] = min(best[name], per_step_us(fn, batch, steps))
         for name, us in best.items():
             out[f"{name}_us_per_step_b{batch}"] = round(us, 1)
-        out[f"keccak_over_pcg64_b{batch}"] = round(best["keccak"] / best["pcg64"], 1)
+        out[f"sha256_over_pcg64_b{batch}"] = round(best["sha256"] / best["pcg64"], 1)
     print(json.dumps(out))
 
 

@@ -2,7 +2,7 @@
 
 A dataset is a safetensors file holding `x` (inputs) and `y` (targets).
 Shard membership derives from the job seed; each step's batch derives from
-(seed, round, shard, step) through the counter-mode keccak sampler
+(seed, round, shard, step) through the counter-mode SHA-256 sampler
 (`gensyn_py/train/batch_sampler.py`), so any step, and any one index of it, can be
 recomputed without replaying the ones before it, the contract included.
 """

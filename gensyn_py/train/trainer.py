@@ -95,7 +95,7 @@ class Trainer:
             self._data = to_tensors(self.dataset, np.arange(self.dataset.num_examples), self.device)
         sel = self._ahead.pop(step, None)
         if sel is None:
-            # The same pure function of (seed, round, shard, step) (the keccak sampler of batch_sampler.py),
+            # The same pure function of (seed, round, shard, step) (the sampler of batch_sampler.py),
             # derived for the next steps in one loop: the hashing code stays hot instead of running cold after
             # every step's matmuls.
             s = self.spec

@@ -94,8 +94,8 @@ def test_domain_is_the_contracts_and_an_empty_shard_is_refused(
         raise AssertionError("a shard of size 0 was sampled")
 
 
-def test_gas_of_one_index_is_two_hashes(harness: Any) -> None:
+def test_gas_of_one_index_is_two_sha256_precompile_calls(harness: Any) -> None:
     used, pos = harness.functions.gasOfExample(7, 1, 2, 3, 4, 1000).call()
     assert pos == position(7, 1, 2, 3, 4, 1000)
     print(f"BatchIndex.example: {used} gas")
-    assert used < 1_000
+    assert used < 2_000  # two calls to the SHA-256 precompile and their memory: a rounding error in a game

@@ -1,4 +1,4 @@
-"""The counter-mode keccak batch sampler: a pure function of (seed, round, shard, step), keyed by each of them,
+"""The counter-mode SHA-256 batch sampler: a pure function of (seed, round, shard, step), keyed by each of them,
 spreading a step's draws evenly over the shard (gensyn_py/train/batch_sampler.py)."""
 
 from __future__ import annotations
@@ -6,16 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gensyn_py.crypto.hashing import keccak256
+from gensyn_py.crypto.hashing import sha256
 from gensyn_py.errors import SpecError
 from gensyn_py.train.batch_sampler import DOMAIN, position, positions
 from gensyn_py.train.data import batch_indices
 
 
-def test_positions_are_the_documented_keccak_mod_shard_size() -> None:
+def test_positions_are_the_documented_sha256_mod_shard_size() -> None:
     seed, round_, shard, step, size = 9, 2, 1, 17, 1003
-    step_seed = keccak256(DOMAIN + b"".join(v.to_bytes(32, "big") for v in (seed, round_, shard, step)))
-    words = [keccak256(step_seed + i.to_bytes(32, "big")) for i in range(5)]
+    step_seed = sha256(DOMAIN + b"".join(v.to_bytes(32, "big") for v in (seed, round_, shard, step)))
+    words = [sha256(step_seed + i.to_bytes(32, "big")) for i in range(5)]
     assert positions(seed, round_, shard, step, 5, size).tolist() == [int.from_bytes(w, "big") % size for w in words]
     assert [position(seed, round_, shard, step, i, size) for i in range(5)] == positions(
         seed, round_, shard, step, 5, size
