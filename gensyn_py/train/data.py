@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
     from gensyn_py.train.spec import DatasetSpec
 
-_DOMAIN_SHARDS = 0x5348  # "SH"
 
 
 @dataclass(frozen=True)
@@ -114,11 +113,14 @@ def synthetic_tokens(n: int = 256, seq_len: int = 16, vocab: int = 32, seed: int
 
 
 def shard_indices(num_examples: int, shards: int, shard: int, seed: int) -> np.ndarray:
-    """The example indices of `shard`: a seeded permutation split into near-equal parts."""
-    if not 0 <= shard < shards:
-        raise SpecError(f"shard {shard} out of range for {shards} shards")
-    perm = np.random.Generator(np.random.PCG64([seed, _DOMAIN_SHARDS])).permutation(num_examples)
-    return np.sort(np.array_split(perm, shards)[shard])
+    """The example indices of `shard`, member j at index j: a seeded permutation split into near-equal parts.
+
+    The permutation is a keyed Feistel network (`gensyn_py/train/shard_permutation.py`) rather than a shuffled
+    array, so that the contract can name any one member (`contracts/libraries/ShardIndex.sol`).
+    """
+    from gensyn_py.train.shard_permutation import shard_members
+
+    return shard_members(num_examples, shards, shard, seed)
 
 
 def batch_indices(
