@@ -24,10 +24,11 @@ from gensyn_py.chain.events import EventRecord
 class _Field:
     name: str
     abi: Mapping[str, Any]
+    type: str  # the ABI type string eth-abi decodes, structs collapsed to tuples
 
-    @property
-    def type(self) -> str:
-        return collapse_if_tuple(dict(self.abi))
+
+def _field(abi: Mapping[str, Any]) -> _Field:
+    return _Field(str(abi["name"]), abi, collapse_if_tuple(dict(abi)))
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class _EventSpec:
     indexed: tuple[_Field, ...]
     data: tuple[_Field, ...]
     order: tuple[str, ...]  # the arguments in ABI order, as web3 lists them
+    data_types: tuple[str, ...]
 
 
 def _hashed_in_topic(abi_type: str) -> bool:
@@ -68,10 +70,10 @@ class LogDecoder:
                 if entry["type"] != "event" or entry.get("anonymous", False):
                     continue
                 inputs = entry["inputs"]
+                data = tuple(_field(i) for i in inputs if not i["indexed"])
                 spec = _EventSpec(name, contract.address, str(entry["name"]),
-                                  tuple(_Field(str(i["name"]), i) for i in inputs if i["indexed"]),
-                                  tuple(_Field(str(i["name"]), i) for i in inputs if not i["indexed"]),
-                                  tuple(str(i["name"]) for i in inputs))
+                                  tuple(_field(i) for i in inputs if i["indexed"]), data,
+                                  tuple(str(i["name"]) for i in inputs), tuple(f.type for f in data))
                 self._specs[(contract.address.lower(), event_abi_to_log_topic(entry))] = spec
 
     def decode(self, log: Mapping[str, Any]) -> EventRecord | None:
@@ -86,7 +88,7 @@ class LogDecoder:
         for f, topic in zip(spec.indexed, topics[1:], strict=True):
             raw = bytes.fromhex(topic[2:])
             args[f.name] = raw if _hashed_in_topic(f.type) else _shape(f.abi, decode([f.type], raw)[0])
-        values = decode([f.type for f in spec.data], bytes.fromhex(str(log["data"])[2:]))
+        values = decode(spec.data_types, bytes.fromhex(str(log["data"])[2:]))
         for f, value in zip(spec.data, values, strict=True):
             args[f.name] = _shape(f.abi, value)
         ordered = {name: args[name] for name in spec.order}

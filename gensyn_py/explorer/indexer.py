@@ -15,8 +15,8 @@ import json
 import logging
 import sqlite3
 import threading
-from collections import defaultdict
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -93,14 +93,15 @@ class Indexer:
 
     def find_fork(self, head: int) -> int | None:
         """The last stored block the chain still agrees with, or None if the newest stored one still holds."""
-        rows = self.db.execute("SELECT number, hash FROM blocks ORDER BY number DESC").fetchall()
-        if not rows:
-            return None
-        for i, row in enumerate(rows):
-            number = int(row["number"])
-            if number <= head and self._block_hash(number) == row["hash"]:
-                return None if i == 0 else number
-        return -1  # nothing agrees: a different chain
+        # Lazily: every poll reads only the newest stored hash unless the chain disagrees with it.
+        with closing(self.db.execute("SELECT number, hash FROM blocks ORDER BY number DESC")) as rows:
+            seen_any = False
+            for i, row in enumerate(rows):
+                seen_any = True
+                number = int(row["number"])
+                if number <= head and self._block_hash(number) == row["hash"]:
+                    return None if i == 0 else number
+        return -1 if seen_any else None  # nothing agrees: a different chain (or an empty index)
 
     def _cut_back(self, to_block: int) -> None:
         self.db.execute("BEGIN")
@@ -214,7 +215,4 @@ class Indexer:
 
 
 def counts_by_event(db: sqlite3.Connection) -> dict[str, int]:
-    out: dict[str, int] = defaultdict(int)
-    for row in db.execute("SELECT name, COUNT(*) AS n FROM events GROUP BY name"):
-        out[str(row["name"])] = int(row["n"])
-    return dict(out)
+    return {str(r["name"]): int(r["n"]) for r in db.execute("SELECT name, COUNT(*) AS n FROM events GROUP BY name")}

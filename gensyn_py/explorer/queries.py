@@ -49,6 +49,11 @@ def when(ts: int | None) -> str:
     return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def outcome_label(outcome: int) -> str:
+    """A dispute outcome as the pages title it: `Solver Fraud`."""
+    return Outcome(outcome).name.replace("_", " ").title()
+
+
 def short(address: str) -> str:
     return address[:8] + "…" + address[-4:] if len(address) == 42 else address
 
@@ -263,7 +268,7 @@ def dispute_view(db: sqlite3.Connection, dispute_id: int) -> DisputeView | None:
         elif ev.name == "CommitteeDrawn":
             members += [str(m) for m in ev.args["members"]]
         elif ev.name == "DisputeResolved":
-            outcome = Outcome(int(ev.args["outcome"])).name.replace("_", " ").title()
+            outcome = outcome_label(int(ev.args["outcome"]))
         elif ev.name == "MemberSlashed":
             payments.append(("member slashed", str(ev.args["member"]), int(ev.args["amount"])))
         elif ev.name == "MemberRewarded":
@@ -320,14 +325,14 @@ def network_summary(db: sqlite3.Connection, buckets: int = 24) -> NetworkSummary
     outcomes: dict[int, str] = {}
     for row in db.execute("SELECT args FROM events WHERE name = 'DisputeResolved'"):
         a = json.loads(row["args"])
-        outcomes[int(a["disputeId"])] = Outcome(int(a["outcome"])).name.replace("_", " ").title()
+        outcomes[int(a["disputeId"])] = outcome_label(int(a["outcome"]))
     for row in db.execute("SELECT args FROM events WHERE name = 'UnitDisputed' ORDER BY block DESC"):
         d = int(json.loads(row["args"])["disputeId"])
         disputes.append((d, outcomes.get(d, "Open")))
     finals = [int(r["block"]) for r in db.execute("SELECT block FROM events WHERE name = 'UnitFinalized'")]
     throughput: list[tuple[int, int]] = []
     if finals and head is not None:
-        first = min(int(r["block"]) for r in db.execute("SELECT block FROM events ORDER BY block LIMIT 1"))
+        first = int(db.execute("SELECT MIN(block) FROM events").fetchone()[0])
         width = max(1, -(-(head - first + 1) // buckets))
         counts: dict[int, int] = defaultdict(int)
         for b in finals:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from gensyn_py.errors import VerificationError
 from gensyn_py.proof.state import encode_state, model_weights
-from gensyn_py.train.data import shard_indices
+from gensyn_py.train.shard_permutation import shard_range
 
 if TYPE_CHECKING:
     import torch
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def shard_weights(spec: JobSpec) -> list[int]:
     n = spec.dataset.num_examples
-    return [len(shard_indices(n, spec.shards, i, spec.seed)) for i in range(spec.shards)]
+    return [shard_range(n, spec.shards, i)[1] for i in range(spec.shards)]  # sizes alone: no permutation
 
 
 def aggregate(spec: JobSpec, unit_states: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gensyn_py.errors import SpecError
+from gensyn_py.train.batch_sampler import positions
+from gensyn_py.train.shard_permutation import shard_members
 
 if TYPE_CHECKING:
     import torch
@@ -118,8 +120,6 @@ def shard_indices(num_examples: int, shards: int, shard: int, seed: int) -> np.n
     The permutation is a keyed Feistel network (`gensyn_py/train/shard_permutation.py`) rather than a shuffled
     array, so that the contract can name any one member (`contracts/libraries/ShardIndex.sol`).
     """
-    from gensyn_py.train.shard_permutation import shard_members
-
     return shard_members(num_examples, shards, shard, seed)
 
 
@@ -130,8 +130,6 @@ def batch_indices(
 
     Drawn with replacement whatever the batch size, so that each index is checkable on its own on-chain.
     """
-    from gensyn_py.train.batch_sampler import positions
-
     return shard_idx[positions(seed, round_, shard, step, batch_size, len(shard_idx))]
 
 
