@@ -27,10 +27,11 @@ GAS = 5_000_000
 __all__ = ["transcript_commit"]  # re-exported: tests build reveals with it
 
 
-def deploy_artifact(w3: Web3, account: LocalAccount, artifact: dict[str, Any]) -> Any:
-    """Deploy a compiled contract without constructor arguments (a test harness); its bound web3 contract."""
+def deploy_artifact(w3: Web3, account: LocalAccount, artifact: dict[str, Any], *args: Any) -> Any:
+    """Deploy a compiled contract (a test harness, or a contract the protocol does not deploy yet) with its
+    constructor arguments `args`; its bound web3 contract."""
     factory = w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
-    tx = factory.constructor().build_transaction(
+    tx = factory.constructor(*args).build_transaction(
         {"from": account.address, "nonce": w3.eth.get_transaction_count(account.address, "pending")})
     tx_hash = w3.eth.send_raw_transaction(account.sign_transaction(tx).raw_transaction)
     receipt = w3.eth.wait_for_transaction_receipt(tx_hash)

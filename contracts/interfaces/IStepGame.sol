@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {OpOpening} from "../types/Trace.sol";
+
+/// @title The step game: two traces of one repro training step, narrowed to one op and judged by the contract.
+/// @notice Stage (b) of docs/dispute-game.md and its last move: the claimant's and the counter's traces of the same
+///         step (same program, same named inputs) are bisected over their op-prefix roots to the first op they
+///         differ on; the claimant opens its leaf of that op; the counter refutes it (wrong code or wiring against
+///         the program, an input root that is not the agreed producer's output, a named input that is not the
+///         agreed one, an output element the rule does not give) or loses.
+interface IStepGame {
+    /// @notice Where a game stands: bisecting ops, waiting for the claimant's op leaf, waiting for the counter's
+    ///         refutation, or decided.
+    enum Stage {
+        None,
+        Ops,
+        OpenOp,
+        Refute,
+        Decided
+    }
+
+    /// @notice Why a game was decided (`GameDecided.reason`).
+    enum Reason {
+        Timeout,
+        WrongProgram,
+        WrongInputRoot,
+        WrongNamedInput,
+        WrongElement
+    }
+
+    /// @notice A caller other than the opener (the contract that bound the two traces' roots) opened a game.
+    error NotOpener(address caller);
+    /// @notice The op count is zero or beyond 2^MAX_DEPTH.
+    error BadOpCount(uint256 nOps);
+    /// @notice No game `gameId`.
+    error UnknownGame(uint256 gameId);
+    /// @notice The call belongs to stage `expected`; the game is at `actual`.
+    error WrongStage(uint256 gameId, Stage expected, Stage actual);
+    /// @notice The opened op leaf is not of the disputed op `expected`.
+    error WrongOp(uint256 index, uint256 expected);
+    /// @notice The slot path has `length` siblings; the prefix tree has `depth` levels.
+    error BadSlotPath(uint256 length, uint256 depth);
+    /// @notice The slot path does not lead from the agreed prefix (slot empty) to the claimant's (slot holding the
+    ///         leaf).
+    error SlotMismatch(bytes32 agreedComputed, bytes32 claimantComputed);
+    /// @notice The op opening given is not the one the claimant opened.
+    error NotOpenedOp(bytes32 leaf, bytes32 opened);
+    /// @notice The program leaf is not in the program root, or not of the disputed op.
+    error NotInProgram(uint256 index);
+    /// @notice The producer op is not the one the input names, or not in the agreed prefix.
+    error NotProducer(uint256 input, uint256 producer);
+    /// @notice The input index is beyond the op's inputs.
+    error NoSuchInput(uint256 input, uint256 count);
+    /// @notice The named-input opening is not in the inputs root, or the op is not a named input.
+    error NotNamedInput(bytes32 codeHash);
+    /// @notice The refutation shows the claimant's op is right in this respect.
+    error NotRefuted(uint256 gameId, Reason reason);
+    /// @notice The side to move still has time until `deadline`.
+    error ClockRunning(address mover, uint64 deadline);
+    /// @notice The mover's clock ran out at `deadline`: it can only be timed out now.
+    error ClockExpired(address mover, uint64 deadline);
+    /// @notice `caller` moved while it is `expected`'s turn.
+    error NotYourTurn(address caller, address expected);
+
+    /// @notice A game over the first op where two traces of one step differ.
+    event GameOpened(
+        uint256 indexed gameId,
+        address indexed claimant,
+        address indexed counter,
+        bytes32 program,
+        bytes32 inputs,
+        uint256 nOps,
+        uint8 depth
+    );
+    /// @notice A bisection move: the interval [lo, hi] after it.
+    event OpsMoved(uint256 indexed gameId, address indexed mover, uint64 lo, uint64 hi);
+    /// @notice The bisection ended: op `op` is the first the two traces differ on; the claimant opens it next.
+    event OpNarrowed(uint256 indexed gameId, uint256 op);
+    /// @notice The claimant opened its leaf of the disputed op (`path`: its slot in the claimant's prefix root).
+    event OpOpened(uint256 indexed gameId, OpOpening op);
+    /// @notice The game was decided.
+    event GameDecided(uint256 indexed gameId, address indexed winner, address indexed loser, Reason reason);
+
+    /// @notice A side's clock, the side to move and its deadline.
+    function deadline(uint256 gameId) external view returns (address mover, uint64 due);
+}

@@ -1,0 +1,85 @@
+"""Playing the step game (`contracts/StepGame.sol`) on anvil between two traces of one repro step.
+
+Shared by `tests/contracts/test_step_game.py` and `bench/step_game.py`: deploy the game and its referee, open a
+game between two `StepSide`s, bisect to the first differing op with each side's own moves, have the claimant
+open it and the counter refute it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+
+from gensyn_py.proof.onchain_trace import OpOpening
+from gensyn_py.proof.step_program import inputs_root, program_root
+from gensyn_py.proof.step_side import Refutation, StepSide
+from gensyn_py.proof.trace import Trace
+from tests.contracts.helpers import Protocol, deploy_artifact
+
+CLOCK = 3600  # seconds per side over a whole game
+
+
+def deploy_step_game(p: Protocol, clock: int = CLOCK) -> Any:
+    referee = deploy_artifact(p.w3, p.deployer, p.artifacts["ElementReferee"])
+    return deploy_artifact(p.w3, p.deployer, p.artifacts["StepGame"], p.deployer.address, clock, referee.address)
+
+
+@dataclass
+class Played:
+    """What a game cost: moves and gas per side, and where it narrowed."""
+
+    game_id: int
+    op: int | None = None
+    moves: dict[str, int] = field(default_factory=lambda: {"claimant": 0, "counter": 0})
+    gas: dict[str, int] = field(default_factory=lambda: {"claimant": 0, "counter": 0})
+
+    def count(self, side: str, receipt: Any) -> None:
+        self.moves[side] += 1
+        self.gas[side] += int(receipt["gasUsed"])
+
+
+def open_game(p: Protocol, game: Any, honest: Trace, claimant: tuple[LocalAccount, StepSide],
+              counter: tuple[LocalAccount, StepSide]) -> Played:
+    """Open a game whose program and named inputs are `honest`'s (what every honest node derives)."""
+    (ca, cs), (da, ds) = claimant, counter
+    rc = p.tx(p.deployer, game.functions.open(ca.address, da.address, program_root(honest), inputs_root(honest),
+                                              cs.n_ops, cs.root, ds.root))
+    gid = p.events(rc, game, "GameOpened")[0]["args"]["gameId"]
+    return Played(gid)
+
+
+def bisect(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount, StepSide],
+           counter: tuple[LocalAccount, StepSide]) -> int:
+    """Play the bisection to its end with each side's own moves; the disputed op."""
+    sides = {claimant[0].address: ("claimant", *claimant), counter[0].address: ("counter", *counter)}
+    gid = played.game_id
+    while game.functions.gameOf(gid).call()[0] == 1:  # Stage.Ops
+        _, lo, hi, *_ = game.functions.gameOf(gid).call()
+        is_pending, root = game.functions.pendingOf(gid).call()
+        mover, _ = game.functions.deadline(gid).call()
+        name, acct, side = sides[mover]
+        m = side.move(lo, hi, root if is_pending else None)
+        played.count(name, p.tx(acct, game.functions.moveOps(gid, m.at_pending, m.at_next)))
+    played.op = int(game.functions.gameOf(gid).call()[1])
+    return played.op
+
+
+def open_disputed(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount, StepSide]) -> OpOpening:
+    """The claimant opens its leaf of the disputed op."""
+    assert played.op is not None
+    opened = claimant[1].open_op(played.op)
+    played.count("claimant", p.tx(claimant[0], game.functions.openOp(played.game_id, opened.as_arg())))
+    return opened
+
+
+def refute(p: Protocol, game: Any, played: Played, counter: LocalAccount, r: Refutation) -> Any:
+    rc = p.tx(counter, getattr(game.functions, r.function)(played.game_id, *r.args))
+    played.count("counter", rc)
+    return rc
+
+
+def decided(p: Protocol, game: Any, receipt: Any) -> dict[str, Any]:
+    """The `GameDecided` event's arguments."""
+    return dict(p.events(receipt, game, "GameDecided")[0]["args"])

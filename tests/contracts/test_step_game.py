@@ -1,0 +1,284 @@
+"""The step game (`contracts/StepGame.sol`) played on anvil over REAL traces of a repro training step.
+
+The tiny MLP's AdamW step (189 ops) is traced once; cheating traces are made from it the ways a solver could
+cheat inside one step, and each game is played move by move with each side's own `StepSide`:
+
+- one bit of one elementwise op's output flipped: the bisection stops at that op, the contract recomputes the
+  element from the claimant's proven inputs and decides for the counter;
+- an op that computes the right numbers from the wrong wiring, a named input that is not the agreed one, an
+  input root that is not its producer's output: each decided by its own refutation;
+- an honest claimant against a lying counter: every refutation reverts `NotRefuted`; the counter loses on time;
+- each side running out of time at each stage loses; every bad move reverts with its named error.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache, cached_property
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gensyn_py.crypto.hashing import keccak256, uint256
+from gensyn_py.proof.onchain_trace import OpOpening, element_check, open_op
+from gensyn_py.proof.op_prefix import prefix_roots, slot_path
+from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
+from gensyn_py.proof.step_side import Refutation, StepSide
+from gensyn_py.proof.trace import Trace, TraceOp, attrs_hash
+from tests.contracts.helpers import Protocol
+from tests.contracts.step_game_play import CLOCK, bisect, decided, deploy_step_game, open_disputed, open_game, refute
+from tests.contracts.test_element_step import traced
+from tests.contracts.test_registry import expect
+
+OPS, OPEN_OP, REFUTE, DECIDED = 1, 2, 3, 4
+TIMEOUT, WRONG_PROGRAM, WRONG_INPUT_ROOT, WRONG_NAMED_INPUT, WRONG_ELEMENT = range(5)
+
+
+@cache
+def honest() -> Trace:
+    return traced("mlp", "adamw")
+
+
+def first(code: str, after: int = 0) -> int:
+    return next(i for i, op in enumerate(honest().ops) if op.code == code and i > after)
+
+
+def flipped(t: Trace, i: int, element: int) -> Trace:
+    """`t` with the lowest bit of one element of op i's output flipped (every later op left as recorded)."""
+    values = [v.copy() for v in t.values]
+    flat = values[i].reshape(-1).view(np.uint32)
+    flat[element] ^= 1
+    return Trace(list(t.ops), values, dict(t.outputs))
+
+
+def rewired(t: Trace, i: int, inputs: tuple[int, ...]) -> Trace:
+    ops = list(t.ops)
+    ops[i] = TraceOp(ops[i].code, inputs, ops[i].attrs)
+    return Trace(ops, list(t.values), dict(t.outputs))
+
+
+class ForgedInputRoot(StepSide):
+    """A claimant whose leaf of op i lists input 0 with a root no op produced."""
+
+    def __init__(self, trace: Trace, i: int) -> None:
+        super().__init__(trace)
+        self.i = i
+        self.fake = keccak256(b"not the producer's output")
+
+    def _forged(self) -> OpOpening:
+        o = open_op(self.trace, self.i)
+        (p, _), *rest = o.inputs
+        return OpOpening(o.index, o.code_hash, o.attrs_hash, ((p, self.fake), *rest), o.output_root, o.proof)
+
+    @cached_property
+    def leaves(self) -> list[bytes]:
+        leaves = [self.trace.op_leaf(j) for j in range(self.n_ops)]
+        leaves[self.i] = self._forged().leaf()
+        return leaves
+
+    @cached_property
+    def roots(self) -> list[bytes]:
+        return prefix_roots(self.leaves, self.depth)
+
+    def open_op(self, i: int) -> OpOpening:
+        o = self._forged() if i == self.i else super().open_op(i)
+        return OpOpening(o.index, o.code_hash, o.attrs_hash, o.inputs, o.output_root,
+                         tuple(slot_path(self.leaves, i, i, self.depth)))
+
+
+@pytest.fixture(scope="module")
+def game(proto_base: Protocol) -> Any:
+    return deploy_step_game(proto_base)
+
+
+def play_to_refutation(p: Protocol, game: Any, claimant: StepSide, counter: StepSide) -> tuple[Any, OpOpening]:
+    a = p.accounts
+    c, d = (a[2], claimant), (a[3], counter)
+    played = open_game(p, game, honest(), c, d)
+    op = bisect(p, game, played, c, d)
+    assert played.moves["claimant"] + played.moves["counter"] <= math.ceil(math.log2(claimant.n_ops)) + 1
+    assert game.functions.gameOf(played.game_id).call()[0] == OPEN_OP
+    opened = open_disputed(p, game, played, c)
+    assert opened.index == op and game.functions.gameOf(played.game_id).call()[0] == REFUTE
+    return played, opened
+
+
+# ---- a cheating claimant loses, whatever the cheat ----
+
+
+@pytest.mark.parametrize("code", ["mul", "where", "sqrt", "div"])
+def test_one_flipped_bit_in_one_elementwise_op_is_pinpointed_and_decided_by_the_contract(
+    proto: Protocol, game: Any, code: str
+) -> None:
+    p, a = proto, proto.accounts
+    i = first(code, after=20)
+    cheat = flipped(honest(), i, 3)
+    played, opened = play_to_refutation(p, game, StepSide(cheat), StepSide(honest()))
+    assert played.op == i  # the first op whose output differs, not any later op that read it
+    r = StepSide(honest()).refutation(opened, claimant=cheat)
+    assert r is not None and r.function == "refuteElement"
+    # A refutation that does not hold reverts and leaves the counter its turn: the program is right.
+    code_h, attrs, ids = program_entry(honest(), i)
+    expect(p, "NotRefuted", a[3], game.functions.refuteProgram(played.game_id, opened.as_arg(), code_h, attrs,
+                                                               list(ids), program_proof(honest(), i)))
+    out = decided(p, game, refute(p, game, played, a[3], r))
+    assert (out["winner"], out["loser"], out["reason"]) == (a[3].address, a[2].address, WRONG_ELEMENT)
+    assert game.functions.gameOf(played.game_id).call()[0] == DECIDED
+    # Decided is final: no side moves again, and nobody can time it out.
+    expect(p, "WrongStage", a[3], game.functions.refuteElement(played.game_id, r.args[0]))
+    expect(p, "WrongStage", a[9], game.functions.timeout(played.game_id))
+
+
+def test_right_numbers_from_the_wrong_wiring_lose_against_the_program(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    i = first("add", after=20)
+    x, y = honest().ops[i].inputs
+    cheat = rewired(honest(), i, (y, x))  # add is commutative: the output is the honest one, the op is not
+    played, opened = play_to_refutation(p, game, StepSide(cheat), StepSide(honest()))
+    assert played.op == i and opened.output_root == honest().tensor_roots[i]
+    r = StepSide(honest()).refutation(opened, claimant=cheat)
+    assert r is not None and r.function == "refuteProgram"
+    assert decided(p, game, refute(p, game, played, a[3], r))["reason"] == WRONG_PROGRAM
+
+
+def test_a_named_input_other_than_the_agreed_one_loses(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    cheat = flipped(honest(), 0, 7)  # the parameters the step starts from
+    played, opened = play_to_refutation(p, game, StepSide(cheat), StepSide(honest()))
+    assert played.op == 0
+    r = StepSide(honest()).refutation(opened, claimant=cheat)
+    assert r is not None and r.function == "refuteNamedInput"
+    out = decided(p, game, refute(p, game, played, a[3], r))
+    assert (out["winner"], out["reason"]) == (a[3].address, WRONG_NAMED_INPUT)
+
+
+def test_an_input_root_no_producer_output_loses(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    i = first("mul", after=20)
+    played, opened = play_to_refutation(p, game, ForgedInputRoot(honest(), i), StepSide(honest()))
+    assert played.op == i
+    r = StepSide(honest()).refutation(opened)
+    assert r is not None and r.function == "refuteInputRoot"
+    # The producer must be the op the input names, opened in the agreed prefix.
+    (_, j, producer) = r.args
+    wrong = (producer[0] + 1, *producer[1:])
+    expect(p, "NotProducer", a[3], game.functions.refuteInputRoot(played.game_id, opened.as_arg(), j, wrong))
+    expect(p, "NoSuchInput", a[3], game.functions.refuteInputRoot(played.game_id, opened.as_arg(), 9, producer))
+    assert decided(p, game, refute(p, game, played, a[3], r))["reason"] == WRONG_INPUT_ROOT
+
+
+# ---- an honest claimant wins ----
+
+
+def test_an_honest_claimant_against_a_lying_counter_wins_on_time(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    i = first("mul", after=20)
+    liar = flipped(honest(), i, 3)
+    played, opened = play_to_refutation(p, game, StepSide(honest()), StepSide(liar))
+    assert played.op == i
+    assert StepSide(liar).refutation(opened, claimant=honest()) is None  # it has nothing true to show
+    gid = played.game_id
+    # Every refutation it could try reverts, leaving the game where it was.
+    c = element_check(honest(), i, 3)
+    expect(p, "NotRefuted", a[3], game.functions.refuteElement(gid, (opened.as_arg(), *c[1:])))
+    code_h, attrs, ids = program_entry(honest(), i)
+    expect(p, "NotRefuted", a[3], game.functions.refuteProgram(gid, opened.as_arg(), code_h, attrs, list(ids),
+                                                               program_proof(honest(), i)))
+    expect(p, "ClockRunning", a[9], game.functions.timeout(gid))
+    p.advance(CLOCK + 1)
+    out = decided(p, game, p.tx(a[9], game.functions.timeout(gid)))  # anyone may call it
+    assert (out["winner"], out["loser"], out["reason"]) == (a[2].address, a[3].address, TIMEOUT)
+
+
+# ---- clocks: whoever runs out of time at any stage loses ----
+
+
+@pytest.mark.parametrize("stage", ["claimant bisecting", "counter bisecting", "claimant opening"])
+def test_the_side_that_runs_out_of_time_loses_at_every_stage(proto: Protocol, game: Any, stage: str) -> None:
+    p, a = proto, proto.accounts
+    cheat = flipped(honest(), first("mul", after=20), 3)
+    c, d = (a[2], StepSide(cheat)), (a[3], StepSide(honest()))
+    played = open_game(p, game, honest(), c, d)
+    gid = played.game_id
+    if stage == "counter bisecting":
+        m = c[1].move(0, c[1].n_ops, None)
+        p.tx(a[2], game.functions.moveOps(gid, m.at_pending, m.at_next))
+    elif stage == "claimant opening":
+        bisect(p, game, played, c, d)
+    loser = a[3] if stage == "counter bisecting" else a[2]
+    mover, due = game.functions.deadline(gid).call()
+    assert mover == loser.address
+    expect(p, "ClockRunning", a[9], game.functions.timeout(gid))
+    p.advance(due - p.w3.eth.get_block("latest")["timestamp"] + 1)
+    # A late move cannot save it.
+    late = (game.functions.openOp(gid, c[1].open_op(played.op).as_arg()) if stage == "claimant opening"
+            else game.functions.moveOps(gid, b"\x01" * 32, b"\x02" * 32))
+    expect(p, "ClockExpired", loser, late)
+    out = decided(p, game, p.tx(a[9], game.functions.timeout(gid)))
+    assert (out["loser"], out["reason"]) == (loser.address, TIMEOUT)
+    assert out["winner"] == (a[2] if loser == a[3] else a[3]).address
+
+
+# ---- bad moves revert by name ----
+
+
+def test_bad_moves_revert_with_named_errors(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    h = honest()
+    i = first("mul", after=20)
+    cheat = StepSide(flipped(h, i, 3))
+    c, d = (a[2], cheat), (a[3], StepSide(h))
+    z = b"\x00" * 32
+    expect(p, "NotOpener", a[2], game.functions.open(a[2].address, a[3].address, z, z, 5, z, b"\x01" * 32))
+    expect(p, "BadOpCount", a[0], game.functions.open(a[2].address, a[3].address, z, z, 0, z, b"\x01" * 32))
+    expect(p, "BadOpCount", a[0], game.functions.open(a[2].address, a[3].address, z, z, 2**24 + 1, z, b"\x01" * 32))
+    expect(p, "NoDisagreement", a[0], game.functions.open(a[2].address, a[3].address, z, z, 5, z, z))
+    expect(p, "UnknownGame", a[2], game.functions.moveOps(10**6, z, z))
+    played = open_game(p, game, h, c, d)
+    gid = played.game_id
+    expect(p, "NotYourTurn", a[3], game.functions.moveOps(gid, z, z))  # the claimant moves first
+    m = cheat.move(0, cheat.n_ops, None)
+    p.tx(a[2], game.functions.moveOps(gid, m.at_pending, m.at_next))
+    expect(p, "NotYourTurn", a[2], game.functions.moveOps(gid, m.at_pending, m.at_next))  # a second move
+    expect(p, "WrongStage", a[2], game.functions.openOp(gid, cheat.open_op(i).as_arg()))
+    bisect(p, game, played, c, d)
+    expect(p, "NotYourTurn", a[3], game.functions.openOp(gid, cheat.open_op(i).as_arg()))
+    expect(p, "WrongOp", a[2], game.functions.openOp(gid, cheat.open_op(i - 1).as_arg()))
+    short = cheat.open_op(i)
+    expect(p, "BadSlotPath", a[2], game.functions.openOp(gid, (*short.as_arg()[:5], list(short.proof[:-1]))))
+    theirs = StepSide(h).open_op(i)  # the counter's leaf is not in the claimant's prefix
+    expect(p, "SlotMismatch", a[2], game.functions.openOp(gid, theirs.as_arg()))
+    opened = open_disputed(p, game, played, c)
+    expect(p, "WrongStage", a[2], game.functions.moveOps(gid, z, z))
+    expect(p, "NotYourTurn", a[2], game.functions.refuteProgram(gid, opened.as_arg(), z, z, [], []))
+    expect(p, "NotOpenedOp", a[3], game.functions.refuteProgram(gid, theirs.as_arg(), z, z, [], []))
+    code_h, attrs, ids = program_entry(h, i)
+    expect(p, "NotInProgram", a[3], game.functions.refuteProgram(gid, opened.as_arg(), code_h, attrs, list(ids),
+                                                                 program_proof(h, i - 1)))
+    expect(p, "NotNamedInput", a[3], game.functions.refuteNamedInput(gid, opened.as_arg(), h.tensor_roots[0],
+                                                                     input_proof(h, 0)))
+    r = StepSide(h).refutation(opened, claimant=cheat.trace)
+    assert isinstance(r, Refutation)
+    refute(p, game, played, a[3], r)
+
+
+def test_a_one_op_trace_goes_straight_to_its_opening(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    rc = p.tx(a[0], game.functions.open(a[2].address, a[3].address, b"\x00" * 32, b"\x00" * 32, 1,
+                                        keccak256(b"c"), keccak256(b"d")))
+    gid = p.events(rc, game, "GameOpened")[0]["args"]["gameId"]
+    assert p.events(rc, game, "OpNarrowed")[0]["args"]["op"] == 0
+    assert game.functions.gameOf(gid).call()[:3] == [OPEN_OP, 0, 1]
+
+
+def test_the_contract_and_python_build_the_same_commitments(proto: Protocol, game: Any) -> None:
+    h = honest()
+    side = StepSide(h)
+    assert game.functions.depthFor(side.n_ops).call() == side.depth == 8
+    assert game.functions.emptyRoot(side.depth).call() == side.roots[0]
+    code_h, attrs, ids = program_entry(h, 5)
+    assert game.functions.programLeaf(5, code_h, attrs, list(ids)).call() == keccak256(
+        uint256(5) + code_h + attrs + b"".join(uint256(j) for j in ids))
+    assert game.functions.inputLeaf(attrs_hash(h.ops[0].attrs), h.tensor_roots[0]).call() == keccak256(
+        attrs_hash(h.ops[0].attrs) + h.tensor_roots[0])
