@@ -6,8 +6,9 @@ import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProo
 import {IStepGame} from "./interfaces/IStepGame.sol";
 import {Bisection} from "./libraries/Bisection.sol";
 import {TraceProofs} from "./libraries/TraceProofs.sol";
+import {DotReferee} from "./referee/DotReferee.sol";
 import {ElementReferee} from "./referee/ElementReferee.sol";
-import {ElementCheck, OpOpening} from "./types/Trace.sol";
+import {BlockWitness, DotMove, ElementCheck, ElementOpening, OpOpening, TensorRef} from "./types/Trace.sol";
 
 /// @title StepGame: one traced repro step, two traces, the contract decides which is wrong at their first difference.
 /// @notice Stage (b) of docs/dispute-game.md and its last move. A game's opener (the contract that bound both
@@ -38,9 +39,15 @@ contract StepGame is IStepGame {
         Bisection.Game g;
         bytes32 program;
         bytes32 inputs;
+        bytes32 opened; // the claimant's leaf of the disputed op
+        bytes32 traceRoot; // the claimant's prefix root holding that leaf (kept through the dot stage)
+        uint256 element; // the disputed output element of a dot op
+        int256 sum; // the claimant's N for it
+        uint64 length; // K: the multiply-adds of that element
+        uint16 blockA; // the claimant's block exponents
+        uint16 blockB;
         uint8 depth;
         Stage stage;
-        bytes32 opened; // the claimant's leaf of the disputed op
     }
 
     /// @notice Who may open games: the contract that binds the traces to commitments (the deployer until then).
@@ -49,14 +56,17 @@ contract StepGame is IStepGame {
     uint64 public immutable clock;
     /// @notice The referee that recomputes one element of an elementwise op.
     ElementReferee public immutable elements;
+    /// @notice The referee of a dot element's answer, block exponents and one multiply-add.
+    DotReferee public immutable dots;
     /// @notice Games opened so far; ids run from 1.
     uint256 public gameCount;
     mapping(uint256 => Game) internal _games;
 
-    constructor(address opener_, uint64 clock_, ElementReferee elements_) {
+    constructor(address opener_, uint64 clock_, ElementReferee elements_, DotReferee dots_) {
         opener = opener_;
         clock = clock_;
         elements = elements_;
+        dots = dots_;
     }
 
     // ---- opening and the bisection ----
@@ -180,6 +190,96 @@ contract StepGame is IStepGame {
         _decide(gameId, s, !same, Reason.WrongElement);
     }
 
+    // ---- a dot op: narrowed to one element, then to one integer multiply-add ----
+
+    /// @notice The counter disputes output element `element` of the opened matmul / sum / index_sum; the claimant
+    ///         answers with its sum next.
+    function challengeDot(uint256 gameId, OpOpening calldata op, uint256 element) external {
+        Game storage s = _refuting(gameId, op);
+        bytes32 code = op.codeHash;
+        if (code != TraceProofs.MATMUL && code != TraceProofs.SUM && code != TraceProofs.INDEX_SUM) {
+            revert NotDotOp(code);
+        }
+        s.element = element;
+        s.traceRoot = s.g.claimantRoot;
+        s.stage = Stage.DotAnswer;
+        s.g.counterToMove = false;
+        emit DotChallenged(gameId, element);
+    }
+
+    /// @notice The claimant's sum `n` for the disputed element, at the block exponents `m.blockA`, `m.blockB`
+    ///         (reached by the witnesses `m.aMax`, `m.bMax`): it must round to the claimant's committed element,
+    ///         opened by `outEl` in the op's output `out` (`DotReferee.answer`).
+    function answerDot(
+        uint256 gameId,
+        DotMove calldata m,
+        TensorRef calldata out,
+        ElementOpening calldata outEl,
+        int256 n
+    ) external {
+        Game storage s = _at(gameId, Stage.DotAnswer);
+        _charge(s.g, s.g.claimant);
+        _isOpened(s, m.op);
+        if (m.element != s.element) revert NotDisputedElement(m.element, m.blockA, m.blockB);
+        (uint256 length, bool rounds) = dots.answer(s.traceRoot, m, out, outEl, n);
+        if (!rounds) revert SumDoesNotRound(n);
+        s.sum = n;
+        s.length = uint64(length);
+        s.blockA = uint16(m.blockA); // exponent fields: below 256, checked by the witnesses
+        s.blockB = uint16(m.blockB);
+        s.stage = Stage.DotChallenge;
+        s.g.counterToMove = true;
+        emit DotAnswered(gameId, n, m.blockA, m.blockB, length);
+    }
+
+    /// @notice An entry `w` of the row of A (`ofA`) or column of B has an exponent field above the claimant's block
+    ///         exponent for it: the claimant aligned with a block exponent that is not the maximum.
+    function refuteBlock(uint256 gameId, DotMove calldata m, BlockWitness calldata w, bool ofA) external {
+        Game storage s = _counterAt(gameId, Stage.DotChallenge);
+        _isDisputedDot(s, m);
+        _decide(gameId, s, dots.refutesBlock(s.traceRoot, m, w, ofA), Reason.WrongBlock);
+    }
+
+    /// @notice The counter's own sum `n` differs from the claimant's: bisect over the prefix sums (position p holds
+    ///         the sum of the first p multiply-adds as a two's-complement word; both agree on 0 at position 0).
+    function bisectDot(uint256 gameId, int256 n) external {
+        Game storage s = _counterAt(gameId, Stage.DotChallenge);
+        Bisection.Game storage g = s.g;
+        (uint64 claimantLeft, uint64 counterLeft) = (g.claimantClock, g.counterClock);
+        Bisection.Ends memory e = Bisection.Ends(0, s.length, bytes32(0), _word(s.sum), _word(n));
+        g.start(g.claimant, g.counter, e, clock);
+        // INVARIANT: a game has one clock per side: the stage restarts the bisection, not the clocks.
+        (g.claimantClock, g.counterClock) = (claimantLeft, counterLeft);
+        s.stage = Stage.DotBisect;
+        emit DotBisectionOpened(gameId, s.sum, n, s.length);
+        if (g.done()) _toMultiplyAdd(gameId, s);
+    }
+
+    /// @notice One move of the bisection over prefix sums (`Bisection.move`; roots are the sums as words).
+    function moveDot(uint256 gameId, bytes32 atPending, bytes32 atNext) external {
+        Game storage s = _at(gameId, Stage.DotBisect);
+        s.g.move(msg.sender, atPending, atNext);
+        emit DotMoved(gameId, msg.sender, s.g.lo, s.g.hi);
+        if (s.g.done()) _toMultiplyAdd(gameId, s);
+    }
+
+    /// @notice Multiply-add k = lo is wrong: from the agreed sum of the first k products, a_k and b_k (opened in
+    ///         the op's inputs) and the claimant's block exponents, the rule does not give the claimant's sum of
+    ///         k + 1 (`DotReferee.step`; `m.step` opens both sums in a prefix root of those two leaves).
+    function refuteDotStep(uint256 gameId, DotMove calldata m) external {
+        Game storage s = _counterAt(gameId, Stage.DotStep);
+        _isDisputedDot(s, m);
+        uint256 k = s.g.lo;
+        if (m.step.k != k) revert WrongOp(m.step.k, k);
+        int256 prev = k == 0 ? int256(0) : m.step.prev.value;
+        // INVARIANT: the two sums are the agreed one at k and the claimant's at k + 1, not ones the counter picked.
+        if (m.step.cur.value != int256(uint256(s.g.claimantRoot)) || _word(prev) != s.g.agreed) {
+            revert PartialMismatch(prev, m.step.cur.value);
+        }
+        (int256 expected, int256 committed) = dots.step(s.traceRoot, m);
+        _decide(gameId, s, expected != committed, Reason.WrongMultiplyAdd);
+    }
+
     // ---- clocks ----
 
     /// @notice Decide a game for the side not to move once the side to move ran out of time.
@@ -264,10 +364,39 @@ contract StepGame is IStepGame {
 
     /// @dev The counter's turn to refute, with `op` the leaf the claimant opened; charges the counter's clock.
     function _refuting(uint256 gameId, OpOpening calldata op) private returns (Game storage s) {
-        s = _at(gameId, Stage.Refute);
+        s = _counterAt(gameId, Stage.Refute);
+        _isOpened(s, op);
+    }
+
+    /// @dev The counter's turn at stage `want`; charges the counter's clock.
+    function _counterAt(uint256 gameId, Stage want) private returns (Game storage s) {
+        s = _at(gameId, want);
         _charge(s.g, s.g.counter);
+    }
+
+    function _isOpened(Game storage s, OpOpening calldata op) private view {
         bytes32 leaf = TraceProofs.opLeaf(op);
         if (leaf != s.opened) revert NotOpenedOp(leaf, s.opened);
+    }
+
+    /// @dev `m` is about the opened op, the disputed element and the claimant's block exponents.
+    function _isDisputedDot(Game storage s, DotMove calldata m) private view {
+        _isOpened(s, m.op);
+        if (m.element != s.element || m.blockA != s.blockA || m.blockB != s.blockB) {
+            revert NotDisputedElement(m.element, m.blockA, m.blockB);
+        }
+    }
+
+    /// @dev The prefix sums were narrowed to one multiply-add: the counter proves it wrong next.
+    function _toMultiplyAdd(uint256 gameId, Game storage s) private {
+        s.stage = Stage.DotStep;
+        s.g.counterToMove = true;
+        emit MultiplyAddNarrowed(gameId, s.g.lo);
+    }
+
+    /// @dev An int256 as the word the bisection compares (two's complement).
+    function _word(int256 v) private pure returns (bytes32) {
+        return bytes32(uint256(v));
     }
 
     /// @dev `who` moves now: its turn, inside its clock; the time it took comes off its clock.

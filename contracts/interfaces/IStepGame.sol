@@ -17,6 +17,10 @@ interface IStepGame {
         Ops,
         OpenOp,
         Refute,
+        DotAnswer,
+        DotChallenge,
+        DotBisect,
+        DotStep,
         Decided
     }
 
@@ -26,7 +30,9 @@ interface IStepGame {
         WrongProgram,
         WrongInputRoot,
         WrongNamedInput,
-        WrongElement
+        WrongElement,
+        WrongBlock,
+        WrongMultiplyAdd
     }
 
     /// @notice A caller other than the opener (the contract that bound the two traces' roots) opened a game.
@@ -56,6 +62,14 @@ interface IStepGame {
     error NotNamedInput(bytes32 codeHash);
     /// @notice The refutation shows the claimant's op is right in this respect.
     error NotRefuted(uint256 gameId, Reason reason);
+    /// @notice The opened op is not a matmul, sum or index_sum.
+    error NotDotOp(bytes32 codeHash);
+    /// @notice The dot move is about another element, or other block exponents, than the claimant answered with.
+    error NotDisputedElement(uint256 element, uint256 blockA, uint256 blockB);
+    /// @notice The claimant's sum N does not round to its committed element at its block exponents.
+    error SumDoesNotRound(int256 n);
+    /// @notice The prefix sums given are not the agreed one at `lo` and the claimant's at `lo + 1`.
+    error PartialMismatch(int256 prev, int256 cur);
     /// @notice The side to move still has time until `deadline`.
     error ClockRunning(address mover, uint64 deadline);
     /// @notice The mover's clock ran out at `deadline`: it can only be timed out now.
@@ -79,6 +93,17 @@ interface IStepGame {
     event OpNarrowed(uint256 indexed gameId, uint256 op);
     /// @notice The claimant opened its leaf of the disputed op (`path`: its slot in the claimant's prefix root).
     event OpOpened(uint256 indexed gameId, OpOpening op);
+    /// @notice The counter disputes output element `element` of the opened dot op.
+    event DotChallenged(uint256 indexed gameId, uint256 element);
+    /// @notice The claimant's sum for that element: N, its block exponents and the sum's length K.
+    event DotAnswered(uint256 indexed gameId, int256 n, uint256 blockA, uint256 blockB, uint256 length);
+    /// @notice The counter's sum differs: the sides bisect over the K prefix sums (position p holds the sum of the
+    ///         first p multiply-adds).
+    event DotBisectionOpened(uint256 indexed gameId, int256 claimantSum, int256 counterSum, uint256 length);
+    /// @notice A move of the bisection over prefix sums: the interval after it.
+    event DotMoved(uint256 indexed gameId, address indexed mover, uint64 lo, uint64 hi);
+    /// @notice The prefix sums were narrowed to multiply-add `k`; the counter proves it wrong next or loses.
+    event MultiplyAddNarrowed(uint256 indexed gameId, uint256 k);
     /// @notice The game was decided.
     event GameDecided(uint256 indexed gameId, address indexed winner, address indexed loser, Reason reason);
 

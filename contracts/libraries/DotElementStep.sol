@@ -24,7 +24,7 @@ library DotElementStep {
     ///         rule gives and the committed partial[k] (the mover's prefix root's). Equal: the step is right.
     function check(bytes32 traceRoot, DotMove calldata m) internal pure returns (int256 expected, int256 committed) {
         DotStepValues memory v = TraceProofs.openDotStep(traceRoot, m.op, m.ins, m.rows, m.element, m.step);
-        _witness(m);
+        witness(m);
         int256 a = ExactDot.align(uint32(v.aBits), m.blockA);
         int256 b = ExactDot.align(uint32(v.bBits), m.blockB);
         expected = ExactDot.mulAdd(v.prev, a, b);
@@ -45,7 +45,7 @@ library DotElementStep {
 
     /// @dev The block exponents are reached: an entry of the element's row of A and column of B (opened at the
     ///      witnesses' steps, in the op's committed inputs) has exactly that exponent field; fixed 127 for ones.
-    function _witness(DotMove calldata m) private pure {
+    function witness(DotMove calldata m) internal pure {
         bytes32 code = m.op.codeHash;
         if (code == TraceProofs.MATMUL) {
             (uint256 ai, , ) = TraceProofs.matmulOperands(m.ins[0].shape, m.ins[1].shape, m.element, m.aMax.k);

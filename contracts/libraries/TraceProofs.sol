@@ -190,12 +190,7 @@ library TraceProofs {
         uint256 element,
         DotStep calldata s
     ) internal pure returns (DotStepValues memory v) {
-        if (!verifyOp(traceRoot, op)) revert ITraceProofs.OpNotInTrace(op.index);
-        if (ins.length != op.inputs.length) revert ITraceProofs.BadDotInputs(op.codeHash);
-        for (uint256 j; j < ins.length; ++j) {
-            // INVARIANT: the headers the indices come from are those of the op's committed inputs.
-            if (ins[j].root != op.inputs[j].root) revert ITraceProofs.InputRootMismatch(j);
-        }
+        _opAndInputs(traceRoot, op, ins);
         (uint256 aIndex, uint256 bIndex, uint256 bInput) = _operands(op, ins, rows, element, s.k, v);
         // INVARIANT: the contract opens exactly the elements step k reads, never ones a party picked.
         if (s.a.element != aIndex) revert ITraceProofs.WrongOperand(s.a.element, aIndex);
@@ -208,6 +203,31 @@ library TraceProofs {
             v.bBits = elementBits(ins[bInput], s.b);
         }
         _partials(s, v);
+    }
+
+    /// @notice K, the length of output element `element` of dot op `op` (matmul, sum or index_sum), checked as
+    ///         `openDotStep` checks it: the op is in `traceRoot`, `ins` are its inputs' headers, `rows` its attribute.
+    function dotLength(
+        bytes32 traceRoot,
+        OpOpening calldata op,
+        TensorRef[] calldata ins,
+        uint256 rows,
+        uint256 element
+    ) internal pure returns (uint256) {
+        _opAndInputs(traceRoot, op, ins);
+        DotStepValues memory v;
+        _operands(op, ins, rows, element, 0, v);
+        return v.length;
+    }
+
+    /// @dev Op `op` is in `traceRoot` and `ins` are its committed inputs' headers.
+    function _opAndInputs(bytes32 traceRoot, OpOpening calldata op, TensorRef[] calldata ins) private pure {
+        if (!verifyOp(traceRoot, op)) revert ITraceProofs.OpNotInTrace(op.index);
+        if (ins.length != op.inputs.length) revert ITraceProofs.BadDotInputs(op.codeHash);
+        for (uint256 j; j < ins.length; ++j) {
+            // INVARIANT: the headers the indices come from are those of the op's committed inputs.
+            if (ins[j].root != op.inputs[j].root) revert ITraceProofs.InputRootMismatch(j);
+        }
     }
 
     /// @dev The operand indices of step k by op code (the op's inputs and attribute checked), and K into `v`.

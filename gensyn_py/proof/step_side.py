@@ -18,8 +18,22 @@ from functools import cached_property
 from typing import Any
 
 from gensyn_py.chain.bisection import Move, next_move
-from gensyn_py.proof.onchain_trace import OpOpening, element_check, open_op
+from gensyn_py.crypto.merkle import hash_pair
+from gensyn_py.proof.onchain_trace import (
+    DOT_OPS,
+    NO_ELEMENT,
+    DotStep,
+    OpOpening,
+    dot_move,
+    dot_operands,
+    dot_partials,
+    element_check,
+    open_element,
+    open_op,
+    tensor_ref,
+)
 from gensyn_py.proof.op_prefix import depth_for, prefix_roots, slot_path
+from gensyn_py.proof.prefix_sums import PartialOpening, int256, partial_leaf
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.trace import Trace, TraceError, check_element
 from gensyn_py.repro.opset import ELEMENTWISE
@@ -93,7 +107,49 @@ class StepSide:
             if element is not None:
                 c = element_check(claimant, i, element)
                 return Refutation("refuteElement", ((opened.as_arg(), *c[1:]),))
+        if claimant is not None and t.ops[i].code in DOT_OPS:
+            element = wrong_element(claimant, i)
+            if element is not None:
+                return Refutation("challengeDot", (opened.as_arg(), element))
         return None
+
+    # ---- a dot element: the claimant's answer, both sides' prefix sums, the counter's last move ----
+
+    def dot_sums(self, i: int, element: int) -> tuple[int, ...]:
+        """This side's prefix sums of output element `element` of dot op i (partial[k]: the first k + 1 products)."""
+        return dot_partials(self.trace, i, element)
+
+    def dot_answer(self, i: int, element: int) -> tuple[Any, ...]:
+        """The claimant's ``answerDot`` arguments after the game id: the witnesses of its block exponents, its
+        output element and its sum N."""
+        sums = self.dot_sums(i, element)
+        m = dot_move(self.trace, i, element, 0, sums)
+        return ((self.open_op(i).as_arg(), *m[1:]), tensor_ref(self.trace, i).as_arg(),
+                open_element(self.trace, i, element).as_arg(), sums[-1])
+
+    def dot_positions(self, i: int, element: int) -> list[bytes]:
+        """Position p of the bisection over prefix sums: the sum of the first p products, as a word."""
+        return [int256(0)] + [int256(v) for v in self.dot_sums(i, element)]
+
+    def dot_step(self, opened: OpOpening, element: int, k: int, prev: int, cur: int,
+                 blocks: tuple[int, int]) -> tuple[Any, ...]:
+        """The counter's ``refuteDotStep`` move for multiply-add k: a_k and b_k opened in the (agreed) inputs,
+        the agreed sum `prev` of k products and the claimant's `cur` of k + 1 in a prefix root of those two
+        leaves, at the claimant's block exponents `blocks`."""
+        i = opened.index
+        m = dot_move(self.trace, i, element, k, blocks=blocks)
+        ops = dot_operands(self.trace, i, element, k)
+        a = open_element(self.trace, ops.a_tensor, ops.a_index)
+        b = NO_ELEMENT if ops.b_tensor is None or ops.b_index is None else open_element(self.trace, ops.b_tensor,
+                                                                                           ops.b_index)
+        cur_leaf = partial_leaf(k, cur)
+        if k == 0:
+            step = DotStep(0, a, b, cur_leaf, PartialOpening(0, 0, ()), PartialOpening(0, cur, ()))
+        else:
+            prev_leaf = partial_leaf(k - 1, prev)
+            step = DotStep(k, a, b, hash_pair(prev_leaf, cur_leaf), PartialOpening(k - 1, prev, (cur_leaf,)),
+                           PartialOpening(k, cur, (prev_leaf,)))
+        return (opened.as_arg(), *m[1:4], step.as_arg(), *m[5:])
 
 
 def wrong_element(trace: Trace, i: int) -> int | None:

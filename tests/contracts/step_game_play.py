@@ -7,11 +7,13 @@ open it and the counter refute it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
+from gensyn_py.chain.bisection import next_move
 from gensyn_py.proof.onchain_trace import OpOpening
 from gensyn_py.proof.step_program import inputs_root, program_root
 from gensyn_py.proof.step_side import Refutation, StepSide
@@ -23,7 +25,9 @@ CLOCK = 3600  # seconds per side over a whole game
 
 def deploy_step_game(p: Protocol, clock: int = CLOCK) -> Any:
     referee = deploy_artifact(p.w3, p.deployer, p.artifacts["ElementReferee"])
-    return deploy_artifact(p.w3, p.deployer, p.artifacts["StepGame"], p.deployer.address, clock, referee.address)
+    dots = deploy_artifact(p.w3, p.deployer, p.artifacts["DotReferee"])
+    return deploy_artifact(p.w3, p.deployer, p.artifacts["StepGame"], p.deployer.address, clock, referee.address,
+                           dots.address)
 
 
 @dataclass
@@ -32,6 +36,7 @@ class Played:
 
     game_id: int
     op: int | None = None
+    multiply_add: int | None = None
     moves: dict[str, int] = field(default_factory=lambda: {"claimant": 0, "counter": 0})
     gas: dict[str, int] = field(default_factory=lambda: {"claimant": 0, "counter": 0})
 
@@ -50,20 +55,44 @@ def open_game(p: Protocol, game: Any, honest: Trace, claimant: tuple[LocalAccoun
     return Played(gid)
 
 
+OPS, DOT_BISECT = 1, 6  # IStepGame.Stage
+
+
 def bisect(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount, StepSide],
-           counter: tuple[LocalAccount, StepSide]) -> int:
-    """Play the bisection to its end with each side's own moves; the disputed op."""
+           counter: tuple[LocalAccount, StepSide], stage: int = OPS, fn: str = "moveOps",
+           roots: Callable[[StepSide], Sequence[bytes]] = lambda side: side.roots) -> int:
+    """Play the bisection of `stage` to its end with each side's own `roots`; where it stopped (lo)."""
     sides = {claimant[0].address: ("claimant", *claimant), counter[0].address: ("counter", *counter)}
     gid = played.game_id
-    while game.functions.gameOf(gid).call()[0] == 1:  # Stage.Ops
+    while game.functions.gameOf(gid).call()[0] == stage:
         _, lo, hi, *_ = game.functions.gameOf(gid).call()
         is_pending, root = game.functions.pendingOf(gid).call()
         mover, _ = game.functions.deadline(gid).call()
         name, acct, side = sides[mover]
-        m = side.move(lo, hi, root if is_pending else None)
-        played.count(name, p.tx(acct, game.functions.moveOps(gid, m.at_pending, m.at_next)))
-    played.op = int(game.functions.gameOf(gid).call()[1])
-    return played.op
+        m = next_move(lo, hi, root if is_pending else None, roots(side))
+        played.count(name, p.tx(acct, getattr(game.functions, fn)(gid, m.at_pending, m.at_next)))
+    lo = int(game.functions.gameOf(gid).call()[1])
+    if stage == OPS:
+        played.op = lo
+    return lo
+
+
+def play_dot(p: Protocol, game: Any, played: Played, opened: OpOpening, element: int,
+             claimant: tuple[LocalAccount, StepSide], counter: tuple[LocalAccount, StepSide]) -> Any:
+    """After the counter's `challengeDot` of `element`: the claimant answers, the counter opens the bisection
+    over prefix sums with its own sum, both bisect, and the counter refutes the multiply-add it ends on."""
+    (ca, cs), (da, ds) = claimant, counter
+    i, gid = opened.index, played.game_id
+    rc = p.tx(ca, game.functions.answerDot(gid, *cs.dot_answer(i, element)))
+    played.count("claimant", rc)
+    answer = p.events(rc, game, "DotAnswered")[0]["args"]
+    played.count("counter", p.tx(da, game.functions.bisectDot(gid, ds.dot_sums(i, element)[-1])))
+    k = bisect(p, game, played, claimant, counter, DOT_BISECT, "moveDot", lambda side: side.dot_positions(i, element))
+    played.multiply_add = k
+    _, _, _, agreed, mine, _ = game.functions.gameOf(gid).call()
+    prev, cur = (int.from_bytes(w, "big", signed=True) for w in (agreed, mine))
+    move = ds.dot_step(opened, element, k, prev, cur, (answer["blockA"], answer["blockB"]))
+    return refute(p, game, played, da, Refutation("refuteDotStep", (move,)))
 
 
 def open_disputed(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount, StepSide]) -> OpOpening:

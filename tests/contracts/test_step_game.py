@@ -25,14 +25,24 @@ from gensyn_py.proof.onchain_trace import OpOpening, element_check, open_op
 from gensyn_py.proof.op_prefix import prefix_roots, slot_path
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.step_side import Refutation, StepSide
-from gensyn_py.proof.trace import Trace, TraceOp, attrs_hash
+from gensyn_py.proof.trace import Trace, TraceOp, attrs_hash, recompute_element
+from gensyn_py.repro import reference as R
 from tests.contracts.helpers import Protocol
-from tests.contracts.step_game_play import CLOCK, bisect, decided, deploy_step_game, open_disputed, open_game, refute
+from tests.contracts.step_game_play import (
+    CLOCK,
+    bisect,
+    decided,
+    deploy_step_game,
+    open_disputed,
+    open_game,
+    play_dot,
+    refute,
+)
 from tests.contracts.test_element_step import traced
 from tests.contracts.test_registry import expect
 
-OPS, OPEN_OP, REFUTE, DECIDED = 1, 2, 3, 4
-TIMEOUT, WRONG_PROGRAM, WRONG_INPUT_ROOT, WRONG_NAMED_INPUT, WRONG_ELEMENT = range(5)
+OPS, OPEN_OP, REFUTE, DOT_ANSWER, DOT_CHALLENGE, DOT_BISECT, DOT_STEP, DECIDED = range(1, 9)
+TIMEOUT, WRONG_PROGRAM, WRONG_INPUT_ROOT, WRONG_NAMED_INPUT, WRONG_ELEMENT, WRONG_BLOCK, WRONG_MULTIPLY_ADD = range(7)
 
 
 @cache
@@ -85,6 +95,25 @@ class ForgedInputRoot(StepSide):
         o = self._forged() if i == self.i else super().open_op(i)
         return OpOpening(o.index, o.code_hash, o.attrs_hash, o.inputs, o.output_root,
                          tuple(slot_path(self.leaves, i, i, self.depth)))
+
+
+class WrongPartialSum(StepSide):
+    """A claimant whose multiply-add k of output element `element` of dot op i is off by `delta`: its prefix sums
+    from k on, its sum N and its committed element (N rounded by the rule) are all off by it."""
+
+    def __init__(self, t: Trace, i: int, element: int, k: int) -> None:
+        d = recompute_element(t, i, element).detail
+        assert d is not None
+        delta = next(1 << b for b in range(8, 200) if R.round_int(d.n + (1 << b), d.scale) != d.value)
+        self.i, self.element = i, element
+        self.sums = tuple(v + (delta if j >= k else 0) for j, v in enumerate(d.partial))
+        values = list(t.values)
+        values[i] = t.values[i].copy()
+        values[i].reshape(-1)[element] = np.float32(R.round_int(self.sums[-1], d.scale))
+        super().__init__(Trace(list(t.ops), values, dict(t.outputs)))
+
+    def dot_sums(self, i: int, element: int) -> tuple[int, ...]:
+        return self.sums if (i, element) == (self.i, self.element) else super().dot_sums(i, element)
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +195,94 @@ def test_an_input_root_no_producer_output_loses(proto: Protocol, game: Any) -> N
     expect(p, "NotProducer", a[3], game.functions.refuteInputRoot(played.game_id, opened.as_arg(), j, wrong))
     expect(p, "NoSuchInput", a[3], game.functions.refuteInputRoot(played.game_id, opened.as_arg(), 9, producer))
     assert decided(p, game, refute(p, game, played, a[3], r))["reason"] == WRONG_INPUT_ROOT
+
+
+# ---- inside a matmul: down to one integer multiply-add ----
+
+MATMUL_ELEMENT = 5
+
+
+@pytest.mark.parametrize("k", [0, 21, 63])
+def test_a_wrong_partial_sum_inside_a_matmul_is_narrowed_to_one_integer_multiply_add(
+    proto: Protocol, game: Any, k: int
+) -> None:
+    p, a = proto, proto.accounts
+    i = first("matmul")
+    cheat = WrongPartialSum(honest(), i, MATMUL_ELEMENT, k)
+    counter = StepSide(honest())
+    played, opened = play_to_refutation(p, game, cheat, counter)
+    assert played.op == i
+    r = counter.refutation(opened, claimant=cheat.trace)
+    assert r is not None and r.function == "challengeDot" and r.args[1] == MATMUL_ELEMENT
+    refute(p, game, played, a[3], r)
+    assert game.functions.gameOf(played.game_id).call()[0] == DOT_ANSWER
+    out = decided(p, game, play_dot(p, game, played, opened, MATMUL_ELEMENT, (a[2], cheat), (a[3], counter)))
+    assert played.multiply_add == k  # the one wrong multiply-add of the 64
+    assert (out["winner"], out["loser"], out["reason"]) == (a[3].address, a[2].address, WRONG_MULTIPLY_ADD)
+    ops_moves = math.ceil(math.log2(cheat.n_ops)) + 1
+    # bisection over ops + open + challenge + answer + bisectDot + bisection over 64 sums + the last move
+    assert sum(played.moves.values()) <= ops_moves + 4 + (math.ceil(math.log2(64)) + 1) + 1
+
+
+def test_an_honest_matmul_element_survives_a_counter_that_lies_about_one_multiply_add(
+    proto: Protocol, game: Any
+) -> None:
+    p, a = proto, proto.accounts
+    i = first("matmul")
+    liar = WrongPartialSum(honest(), i, MATMUL_ELEMENT, 30)
+    claimant = StepSide(honest())
+    played, opened = play_to_refutation(p, game, claimant, liar)
+    gid = played.game_id
+    assert liar.refutation(opened, claimant=honest()) is None  # nothing true to show: it disputes anyway
+    p.tx(a[3], game.functions.challengeDot(gid, opened.as_arg(), MATMUL_ELEMENT))
+    rc = p.tx(a[2], game.functions.answerDot(gid, *claimant.dot_answer(i, MATMUL_ELEMENT)))
+    answer = p.events(rc, game, "DotAnswered")[0]["args"]
+    assert answer["length"] == 64 and answer["n"] == claimant.dot_sums(i, MATMUL_ELEMENT)[-1]
+    # Its block exponents are the maxima: no entry refutes them.
+    m, *_ = claimant.dot_answer(i, MATMUL_ELEMENT)
+    for of_a, wit in ((True, m[7]), (False, m[8])):
+        expect(p, "NotRefuted", a[3], game.functions.refuteBlock(gid, m, wit, of_a))
+    expect(p, "NoDisagreement", a[3], game.functions.bisectDot(gid, answer["n"]))
+    p.tx(a[3], game.functions.bisectDot(gid, liar.dot_sums(i, MATMUL_ELEMENT)[-1]))
+    k = bisect(p, game, played, (a[2], claimant), (a[3], liar), 6, "moveDot",
+               lambda side: side.dot_positions(i, MATMUL_ELEMENT))
+    assert k == 30 and game.functions.gameOf(gid).call()[0] == DOT_STEP
+    _, _, _, agreed, mine, _ = game.functions.gameOf(gid).call()
+    prev, cur = (int.from_bytes(w, "big", signed=True) for w in (agreed, mine))
+    blocks = (answer["blockA"], answer["blockB"])
+    move = liar.dot_step(opened, MATMUL_ELEMENT, k, prev, cur, blocks)
+    expect(p, "NotRefuted", a[3], game.functions.refuteDotStep(gid, move))
+    lie = liar.dot_step(opened, MATMUL_ELEMENT, k, prev, cur + 1, blocks)
+    expect(p, "PartialMismatch", a[3], game.functions.refuteDotStep(gid, lie))
+    early = liar.dot_step(opened, MATMUL_ELEMENT, k - 1, prev, cur, blocks)
+    expect(p, "WrongOp", a[3], game.functions.refuteDotStep(gid, early))
+    p.advance(CLOCK + 1)
+    out = decided(p, game, p.tx(a[9], game.functions.timeout(gid)))
+    assert (out["winner"], out["reason"]) == (a[2].address, TIMEOUT)
+
+
+def test_a_dot_answer_must_round_to_the_committed_element(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    i = first("matmul")
+    cheat = WrongPartialSum(honest(), i, MATMUL_ELEMENT, 10)
+    played, opened = play_to_refutation(p, game, cheat, StepSide(honest()))
+    gid = played.game_id
+    p.tx(a[3], game.functions.challengeDot(gid, opened.as_arg(), MATMUL_ELEMENT))
+    m, out, el, n = cheat.dot_answer(i, MATMUL_ELEMENT)
+    honest_n = StepSide(honest()).dot_sums(i, MATMUL_ELEMENT)[-1]
+    # The honest sum does not round to the element it committed: it must stand by its own N.
+    expect(p, "SumDoesNotRound", a[2], game.functions.answerDot(gid, m, out, el, honest_n))
+    other = (m[0], m[1], m[2], MATMUL_ELEMENT + 1, *m[4:])
+    expect(p, "NotDisputedElement", a[2], game.functions.answerDot(gid, other, out, el, n))
+    p.tx(a[2], game.functions.answerDot(gid, m, out, el, n))
+    assert game.functions.gameOf(gid).call()[0] == DOT_CHALLENGE
+
+
+def test_a_dot_challenge_of_an_elementwise_op_reverts(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    cheat = flipped(honest(), first("mul", after=20), 3)
+    played, opened = play_to_refutation(p, game, StepSide(cheat), StepSide(honest()))
+    expect(p, "NotDotOp", a[3], game.functions.challengeDot(played.game_id, opened.as_arg(), 3))
 
 
 # ---- an honest claimant wins ----
