@@ -40,6 +40,7 @@ contract StepGame is IStepGame {
         bytes32 program;
         bytes32 inputs;
         bytes32 opened; // the claimant's leaf of the disputed op
+        bytes32 outputRoot; // that leaf's output root
         bytes32 traceRoot; // the claimant's prefix root holding that leaf (kept through the dot stage)
         uint256 element; // the disputed output element of a dot op
         int256 sum; // the claimant's N for it
@@ -61,6 +62,19 @@ contract StepGame is IStepGame {
     /// @notice Games opened so far; ids run from 1.
     uint256 public gameCount;
     mapping(uint256 => Game) internal _games;
+
+    /// @dev The descent into the disputed op's output data tree (OpenZeppelin's: an odd node is promoted).
+    struct Descent {
+        bytes32 claimantNode; // each side's node at (level, index)
+        bytes32 counterNode;
+        bytes32 pendingLeft; // the children of that node posted by the side not to move
+        bytes32 pendingRight;
+        uint64 chunks; // leaves of the claimant's output
+        uint64 index;
+        uint8 level; // height above the leaves
+        bool contested; // one descent per game
+    }
+    mapping(uint256 => Descent) internal _descents;
 
     constructor(address opener_, uint64 clock_, ElementReferee elements_, DotReferee dots_) {
         opener = opener_;
@@ -129,6 +143,7 @@ contract StepGame is IStepGame {
         // INVARIANT: the opened leaf is the only slot in which the claimant's prefix differs from the agreed one.
         if (agreed != s.g.agreed || mine != s.g.claimantRoot) revert SlotMismatch(agreed, mine);
         s.opened = leaf;
+        s.outputRoot = op.outputRoot;
         s.stage = Stage.Refute;
         s.g.counterToMove = true;
         emit OpOpened(gameId, op);
@@ -188,6 +203,97 @@ contract StepGame is IStepGame {
         Game storage s = _refuting(gameId, c.op);
         (, , bool same) = elements.check(s.g.claimantRoot, c);
         _decide(gameId, s, !same, Reason.WrongElement);
+    }
+
+    // ---- the output: a descent to one chunk where the claimant's output differs from the counter's ----
+
+    /// @notice The counter contests the opened op's output: the claimant reveals its data tree down to a chunk where
+    ///         the two differ (one descent per game), then the counter refutes an element of that chunk.
+    function contestOutput(uint256 gameId, OpOpening calldata op) external {
+        Game storage s = _refuting(gameId, op);
+        Descent storage d = _descents[gameId];
+        if (d.contested) revert AlreadyContested(gameId);
+        d.contested = true;
+        s.stage = Stage.RevealOutput;
+        s.g.counterToMove = false;
+        emit OutputContested(gameId);
+    }
+
+    /// @notice The claimant's output header and data root (they hash to the opened output root) and, above one
+    ///         chunk, the root's two children.
+    function revealOutput(
+        uint256 gameId,
+        uint256 dtype,
+        uint256[] calldata shape,
+        bytes32 dataRoot,
+        bytes32 left,
+        bytes32 right
+    ) external {
+        Game storage s = _at(gameId, Stage.RevealOutput);
+        _charge(s.g, s.g.claimant);
+        bytes32 computed = TraceProofs.tensorRoot(dtype, shape, dataRoot);
+        if (computed != s.outputRoot) revert OutputMismatch(computed, s.outputRoot);
+        uint256 bytes_ = TraceProofs.numel(shape) * TraceProofs.itemSize(dtype);
+        uint256 chunks = bytes_ == 0 ? 1 : (bytes_ + TraceProofs.CHUNK_BYTES - 1) / TraceProofs.CHUNK_BYTES;
+        Descent storage d = _descents[gameId];
+        d.chunks = uint64(chunks);
+        d.claimantNode = dataRoot;
+        uint8 top;
+        while (_width(chunks, top) > 1) ++top;
+        d.level = top;
+        emit OutputRevealed(gameId, dtype, shape, dataRoot, chunks);
+        if (top == 0) return _toChunk(gameId, s, d);
+        _postChildren(gameId, d, dataRoot, left, right);
+        s.stage = Stage.Descend;
+        s.g.counterToMove = true;
+    }
+
+    /// @notice One level down: the mover's children of the current node (`mine*`), compared with the other side's
+    ///         (the first child that differs is where both go), and its children of that child (`next*`, unused
+    ///         once the child is a chunk).
+    function descend(
+        uint256 gameId,
+        bytes32 mineLeft,
+        bytes32 mineRight,
+        bytes32 nextLeft,
+        bytes32 nextRight
+    ) external {
+        Game storage s = _at(gameId, Stage.Descend);
+        Bisection.Game storage g = s.g;
+        bool byCounter = g.counterToMove;
+        _charge(g, byCounter ? g.counter : g.claimant);
+        Descent storage d = _descents[gameId];
+        bytes32 node = byCounter ? d.counterNode : d.claimantNode;
+        bytes32 mine = Hashes.commutativeKeccak256(mineLeft, mineRight);
+        // The counter's first node is its data root, which it never committed: its children only need to differ.
+        if (!(byCounter && node == bytes32(0)) && mine != node) revert ChildrenMismatch(mine, node);
+        emit Children(gameId, msg.sender, d.level, d.index, mineLeft, mineRight);
+        bool right = mineLeft == d.pendingLeft;
+        if (right && mineRight == d.pendingRight) revert NoDifference(d.level, d.index);
+        (bytes32 moverChild, bytes32 otherChild) = right ? (mineRight, d.pendingRight) : (mineLeft, d.pendingLeft);
+        (d.claimantNode, d.counterNode) = byCounter ? (otherChild, moverChild) : (moverChild, otherChild);
+        d.index = d.index * 2 + (right ? 1 : 0);
+        d.level -= 1;
+        // A promoted node (the last of an odd level) is its own single child: pass through it.
+        while (d.level > 0 && 2 * uint256(d.index) + 1 >= _width(d.chunks, d.level - 1)) {
+            d.index *= 2;
+            d.level -= 1;
+        }
+        if (d.level == 0) return _toChunk(gameId, s, d);
+        _postChildren(gameId, d, moverChild, nextLeft, nextRight);
+        g.counterToMove = !byCounter;
+    }
+
+    /// @notice The claimant's chunk at the leaf the descent reached; the counter refutes one of its elements next
+    ///         (`refuteElement` or `challengeDot`, opening it with the siblings the claimant posted on the way).
+    function revealChunk(uint256 gameId, bytes32 chunk) external {
+        Game storage s = _at(gameId, Stage.RevealChunk);
+        _charge(s.g, s.g.claimant);
+        Descent storage d = _descents[gameId];
+        if (TraceProofs.chunkLeaf(d.index, chunk) != d.claimantNode) revert ChunkMismatch(d.index);
+        s.stage = Stage.Refute;
+        s.g.counterToMove = true;
+        emit ChunkRevealed(gameId, d.index, chunk);
     }
 
     // ---- a dot op: narrowed to one element, then to one integer multiply-add ----
@@ -322,6 +428,15 @@ contract StepGame is IStepGame {
         return (g.pending, g.pendingRoot);
     }
 
+    /// @notice Where a descent stands: the node (height, index) both sides are on, the tree's chunks, the children
+    ///         the side not to move posted there.
+    function descentOf(
+        uint256 gameId
+    ) external view returns (uint8 level, uint64 index, uint64 chunks, bytes32 pendingLeft, bytes32 pendingRight) {
+        Descent storage d = _descents[gameId];
+        return (d.level, d.index, d.chunks, d.pendingLeft, d.pendingRight);
+    }
+
     // ---- the commitments, as gensyn_py/proof/op_prefix.py and step_program.py build them ----
 
     /// @notice Levels of the prefix tree of `nOps` ops: ceil(log2 nOps), at least 1.
@@ -392,6 +507,26 @@ contract StepGame is IStepGame {
         s.stage = Stage.DotStep;
         s.g.counterToMove = true;
         emit MultiplyAddNarrowed(gameId, s.g.lo);
+    }
+
+    /// @dev Nodes at height `level` of a data tree of `chunks` leaves whose odd nodes are promoted.
+    function _width(uint256 chunks, uint256 level) private pure returns (uint256) {
+        return (chunks + (uint256(1) << level) - 1) >> level;
+    }
+
+    /// @dev The side to move posts the children of `node`, its own node at the current position.
+    function _postChildren(uint256 gameId, Descent storage d, bytes32 node, bytes32 left, bytes32 right) private {
+        bytes32 computed = Hashes.commutativeKeccak256(left, right);
+        if (computed != node) revert ChildrenMismatch(computed, node);
+        (d.pendingLeft, d.pendingRight) = (left, right);
+        emit Children(gameId, msg.sender, d.level, d.index, left, right);
+    }
+
+    /// @dev The descent reached a chunk: the claimant reveals it next.
+    function _toChunk(uint256 gameId, Game storage s, Descent storage d) private {
+        s.stage = Stage.RevealChunk;
+        s.g.counterToMove = false;
+        emit ChunkNarrowed(gameId, d.index);
     }
 
     /// @dev An int256 as the word the bisection compares (two's complement).

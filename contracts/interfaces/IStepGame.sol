@@ -17,6 +17,9 @@ interface IStepGame {
         Ops,
         OpenOp,
         Refute,
+        RevealOutput,
+        Descend,
+        RevealChunk,
         DotAnswer,
         DotChallenge,
         DotBisect,
@@ -70,6 +73,16 @@ interface IStepGame {
     error SumDoesNotRound(int256 n);
     /// @notice The prefix sums given are not the agreed one at `lo` and the claimant's at `lo + 1`.
     error PartialMismatch(int256 prev, int256 cur);
+    /// @notice The counter already made the claimant reveal a chunk of this op's output.
+    error AlreadyContested(uint256 gameId);
+    /// @notice The header and data root given do not hash to the opened op's output root.
+    error OutputMismatch(bytes32 computed, bytes32 outputRoot);
+    /// @notice The children given do not hash to the mover's node.
+    error ChildrenMismatch(bytes32 computed, bytes32 node);
+    /// @notice The mover's children equal the other side's: there is no subtree to descend into.
+    error NoDifference(uint256 level, uint256 index);
+    /// @notice The chunk given is not the claimant's leaf `index`.
+    error ChunkMismatch(uint256 index);
     /// @notice The side to move still has time until `deadline`.
     error ClockRunning(address mover, uint64 deadline);
     /// @notice The mover's clock ran out at `deadline`: it can only be timed out now.
@@ -93,6 +106,23 @@ interface IStepGame {
     event OpNarrowed(uint256 indexed gameId, uint256 op);
     /// @notice The claimant opened its leaf of the disputed op (`path`: its slot in the claimant's prefix root).
     event OpOpened(uint256 indexed gameId, OpOpening op);
+    /// @notice The counter contests the opened op's output: the claimant reveals a chunk where the two differ.
+    event OutputContested(uint256 indexed gameId);
+    /// @notice The claimant's output header and data root (`chunks` leaves of 32 bytes).
+    event OutputRevealed(uint256 indexed gameId, uint256 dtype, uint256[] shape, bytes32 dataRoot, uint256 chunks);
+    /// @notice `mover`'s children of node `index` at height `level` of its output's data tree.
+    event Children(
+        uint256 indexed gameId,
+        address indexed mover,
+        uint256 level,
+        uint256 index,
+        bytes32 left,
+        bytes32 right
+    );
+    /// @notice The descent reached chunk `index`; the claimant reveals it next.
+    event ChunkNarrowed(uint256 indexed gameId, uint256 index);
+    /// @notice The claimant's chunk `index` of the output: the counter refutes one of its elements next.
+    event ChunkRevealed(uint256 indexed gameId, uint256 index, bytes32 chunk);
     /// @notice The counter disputes output element `element` of the opened dot op.
     event DotChallenged(uint256 indexed gameId, uint256 element);
     /// @notice The claimant's sum for that element: N, its block exponents and the sum's length K.

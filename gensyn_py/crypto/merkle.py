@@ -33,6 +33,11 @@ def _levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
     return levels
 
 
+def merkle_levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
+    """Every level of the tree, leaves first: level h holds the nodes at height h (an odd last node promoted)."""
+    return _levels(leaves)
+
+
 def merkle_root(leaves: Sequence[bytes]) -> bytes:
     return _levels(leaves)[-1][0]
 

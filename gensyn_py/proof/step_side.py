@@ -7,8 +7,8 @@ needs nothing it kept:
 - the claimant's opening of the disputed op: its leaf and the sibling path of its slot;
 - the counter's refutation of that opening, checked in the order the contract decides them: code, attributes
   or wiring against the program; a named input that is not the agreed one; an input root that is not its
-  producer's output; an output element the rule does not give (elementwise ops, with the claimant's published
-  trace, whose output element the counter opens).
+  producer's output; else an output that differs, contested down to one chunk (``descent``), where one element
+  is recomputed on-chain (elementwise ops) or narrowed to one multiply-add (dot ops).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 from gensyn_py.chain.bisection import Move, next_move
 from gensyn_py.crypto.merkle import hash_pair
+from gensyn_py.proof.descent import DataTree, RevealedChunk
 from gensyn_py.proof.onchain_trace import (
     DOT_OPS,
     NO_ELEMENT,
@@ -35,7 +36,8 @@ from gensyn_py.proof.onchain_trace import (
 from gensyn_py.proof.op_prefix import depth_for, prefix_roots, slot_path
 from gensyn_py.proof.prefix_sums import PartialOpening, int256, partial_leaf
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
-from gensyn_py.proof.trace import Trace, TraceError, check_element
+from gensyn_py.proof.tensor_commit import CHUNK, chunk_of
+from gensyn_py.proof.trace import Trace
 from gensyn_py.repro.opset import ELEMENTWISE
 
 
@@ -52,6 +54,7 @@ class StepSide:
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
+        self._trees: dict[int, DataTree] = {}
 
     @cached_property
     def leaves(self) -> list[bytes]:
@@ -85,9 +88,10 @@ class StepSide:
         return OpOpening(o.index, o.code_hash, o.attrs_hash, o.inputs, o.output_root,
                          tuple(slot_path(self.leaves, i, i, self.depth)))
 
-    def refutation(self, opened: OpOpening, claimant: Trace | None = None) -> Refutation | None:
-        """The counter's refutation of the claimant's opening of op i (None when this side finds none):
-        `claimant` is the claimant's published trace, needed only to open one of its output elements."""
+    def refutation(self, opened: OpOpening) -> Refutation | None:
+        """The counter's refutation of the claimant's opening of op i (None when this side finds none), checked in
+        the order the contract decides them; an output that differs is contested (``contestOutput``), and
+        ``refute_chunk`` answers the chunk the descent ends on."""
         i, t = opened.index, self.trace
         code, attrs, ids = program_entry(t, i)
         if (code, attrs, ids) != (opened.code_hash, opened.attrs_hash, tuple(j for j, _ in opened.inputs)):
@@ -102,16 +106,53 @@ class StepSide:
                 at_prefix = OpOpening(p, producer.code_hash, producer.attrs_hash, producer.inputs,
                                       producer.output_root, tuple(slot_path(self.leaves, p, i, self.depth)))
                 return Refutation("refuteInputRoot", (opened.as_arg(), j, at_prefix.as_arg()))
-        if claimant is not None and t.ops[i].code in ELEMENTWISE:
-            element = wrong_element(claimant, i)
-            if element is not None:
-                c = element_check(claimant, i, element)
-                return Refutation("refuteElement", ((opened.as_arg(), *c[1:]),))
-        if claimant is not None and t.ops[i].code in DOT_OPS:
-            element = wrong_element(claimant, i)
-            if element is not None:
-                return Refutation("challengeDot", (opened.as_arg(), element))
+        decidable = t.ops[i].code in ELEMENTWISE or t.ops[i].code in DOT_OPS
+        if decidable and t.tensor_roots[i] != opened.output_root:
+            return Refutation("contestOutput", (opened.as_arg(),))
         return None
+
+    def refute_chunk(self, opened: OpOpening, revealed: RevealedChunk) -> Refutation | None:
+        """The counter's refutation of an element of the chunk the claimant revealed: recomputed on-chain for an
+        elementwise op (``refuteElement``), narrowed to one multiply-add for a dot op (``challengeDot``)."""
+        i, t = opened.index, self.trace
+        own = t.values[i].reshape(-1)
+        item = own.dtype.itemsize
+        per = CHUNK // item
+        start = revealed.index * per
+        wrong = next((e for e in range(start, min(start + per, own.size))
+                      if chunk_of(own[e:e + 1], 0)[:item] != revealed.chunk[(e - start) * item:(e - start + 1) * item]),
+                     None)
+        if wrong is None:
+            return None
+        if t.ops[i].code in DOT_OPS:
+            return Refutation("challengeDot", (opened.as_arg(), wrong))
+        c = element_check(t, i, wrong)
+        ref = tensor_ref(t, i)
+        out = (opened.output_root, ref.dtype, list(ref.shape))
+        out_el = (wrong, revealed.index, revealed.chunk, list(revealed.siblings))
+        return Refutation("refuteElement", ((opened.as_arg(), c[1], c[2], out, out_el, c[5]),))
+
+    # ---- the descent into the disputed op's output ----
+
+    def data_tree(self, i: int) -> DataTree:
+        tree = self._trees.get(i)
+        if tree is None:
+            tree = self._trees[i] = DataTree(self.trace.values[i])
+        return tree
+
+    def reveal_output(self, i: int) -> tuple[Any, ...]:
+        """The claimant's ``revealOutput`` arguments: op i's output header, data root and the root's children."""
+        ref, tree = tensor_ref(self.trace, i), self.data_tree(i)
+        top = len(tree.levels) - 1
+        return (ref.dtype, list(ref.shape), tree.root, *tree.children(top, 0))
+
+    def descend(self, i: int, level: int, index: int, pending: tuple[bytes, bytes]) -> tuple[bytes, ...]:
+        """This side's ``descend`` arguments at node (level, index) of op i's output tree."""
+        return self.data_tree(i).move(level, index, pending)
+
+    def chunk(self, i: int, index: int) -> bytes:
+        """Chunk `index` of op i's output: the claimant's ``revealChunk``."""
+        return chunk_of(self.trace.values[i], index)
 
     # ---- a dot element: the claimant's answer, both sides' prefix sums, the counter's last move ----
 
@@ -150,18 +191,4 @@ class StepSide:
             step = DotStep(k, a, b, hash_pair(prev_leaf, cur_leaf), PartialOpening(k - 1, prev, (cur_leaf,)),
                            PartialOpening(k, cur, (prev_leaf,)))
         return (opened.as_arg(), *m[1:4], step.as_arg(), *m[5:])
-
-
-def wrong_element(trace: Trace, i: int) -> int | None:
-    """The first output element of op i that its recomputation from the op's inputs does not give."""
-    out = trace.values[i]
-    if out.size == 0:
-        return None
-    try:
-        for e in range(out.size):
-            if not check_element(trace, i, e):
-                return e
-    except (TraceError, ValueError, IndexError):
-        return None
-    return None
 

@@ -46,6 +46,12 @@ def tensor_root(arr: np.ndarray[Any, Any]) -> bytes:
     return keccak256(_header(arr) + merkle_root(tensor_leaves(arr)))
 
 
+def chunk_of(arr: np.ndarray[Any, Any], index: int) -> bytes:
+    """The 32-byte chunk `index` of the tensor's element bytes (zero-padded past the end): leaf `index`'s data."""
+    raw = _raw(arr)
+    return (raw[index * CHUNK:(index + 1) * CHUNK] + bytes(CHUNK))[:CHUNK]
+
+
 @dataclass(frozen=True)
 class ElementProof:
     """One element's 32-byte chunk and its Merkle proof up to the tensor's data root."""

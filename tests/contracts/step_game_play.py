@@ -14,6 +14,7 @@ from typing import Any
 from eth_account.signers.local import LocalAccount
 
 from gensyn_py.chain.bisection import next_move
+from gensyn_py.proof.descent import RevealedChunk, sibling_path
 from gensyn_py.proof.onchain_trace import OpOpening
 from gensyn_py.proof.step_program import inputs_root, program_root
 from gensyn_py.proof.step_side import Refutation, StepSide
@@ -55,7 +56,7 @@ def open_game(p: Protocol, game: Any, honest: Trace, claimant: tuple[LocalAccoun
     return Played(gid)
 
 
-OPS, DOT_BISECT = 1, 6  # IStepGame.Stage
+OPS, REFUTE, DESCEND, REVEAL_CHUNK, DOT_BISECT = 1, 3, 5, 6, 9  # IStepGame.Stage
 
 
 def bisect(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount, StepSide],
@@ -101,6 +102,31 @@ def open_disputed(p: Protocol, game: Any, played: Played, claimant: tuple[LocalA
     opened = claimant[1].open_op(played.op)
     played.count("claimant", p.tx(claimant[0], game.functions.openOp(played.game_id, opened.as_arg())))
     return opened
+
+
+def descend(p: Protocol, game: Any, played: Played, opened: OpOpening, claimant: tuple[LocalAccount, StepSide],
+            counter: tuple[LocalAccount, StepSide]) -> RevealedChunk:
+    """After the counter's `contestOutput`: the claimant reveals its output, both descend its data tree with
+    their own children to a chunk where they differ, and the claimant reveals that chunk; what the counter then
+    knows of it (the chunk, and its path from the claimant's `Children` events)."""
+    (ca, cs), (da, ds) = claimant, counter
+    i, gid = opened.index, played.game_id
+    receipts = [p.tx(ca, game.functions.revealOutput(gid, *cs.reveal_output(i)))]
+    played.count("claimant", receipts[-1])
+    sides = {ca.address: ("claimant", ca, cs), da.address: ("counter", da, ds)}
+    while game.functions.gameOf(gid).call()[0] == DESCEND:
+        level, index, _, left, right = game.functions.descentOf(gid).call()
+        name, acct, side = sides[game.functions.deadline(gid).call()[0]]
+        receipts.append(p.tx(acct, game.functions.descend(gid, *side.descend(i, level, index, (left, right)))))
+        played.count(name, receipts[-1])
+    assert game.functions.gameOf(gid).call()[0] == REVEAL_CHUNK
+    _, index, chunks, _, _ = game.functions.descentOf(gid).call()
+    rc = p.tx(ca, game.functions.revealChunk(gid, cs.chunk(i, index)))
+    played.count("claimant", rc)
+    chunk = p.events(rc, game, "ChunkRevealed")[0]["args"]["chunk"]
+    posted = {(e["args"]["level"], e["args"]["index"]): (e["args"]["left"], e["args"]["right"])
+              for r in receipts for e in p.events(r, game, "Children") if e["args"]["mover"] == ca.address}
+    return RevealedChunk(index, chunk, sibling_path(posted, index, chunks))
 
 
 def refute(p: Protocol, game: Any, played: Played, counter: LocalAccount, r: Refutation) -> Any:

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from gensyn_py.crypto.hashing import keccak256, uint256
-from gensyn_py.proof.onchain_trace import OpOpening, element_check, open_op
+from gensyn_py.proof.descent import RevealedChunk
+from gensyn_py.proof.onchain_trace import OpOpening, open_op
 from gensyn_py.proof.op_prefix import prefix_roots, slot_path
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.step_side import Refutation, StepSide
@@ -33,6 +34,7 @@ from tests.contracts.step_game_play import (
     bisect,
     decided,
     deploy_step_game,
+    descend,
     open_disputed,
     open_game,
     play_dot,
@@ -41,7 +43,8 @@ from tests.contracts.step_game_play import (
 from tests.contracts.test_element_step import traced
 from tests.contracts.test_registry import expect
 
-OPS, OPEN_OP, REFUTE, DOT_ANSWER, DOT_CHALLENGE, DOT_BISECT, DOT_STEP, DECIDED = range(1, 9)
+(OPS, OPEN_OP, REFUTE, REVEAL_OUTPUT, DESCEND, REVEAL_CHUNK, DOT_ANSWER, DOT_CHALLENGE, DOT_BISECT, DOT_STEP,
+ DECIDED) = range(1, 12)
 TIMEOUT, WRONG_PROGRAM, WRONG_INPUT_ROOT, WRONG_NAMED_INPUT, WRONG_ELEMENT, WRONG_BLOCK, WRONG_MULTIPLY_ADD = range(7)
 
 
@@ -136,17 +139,33 @@ def play_to_refutation(p: Protocol, game: Any, claimant: StepSide, counter: Step
 # ---- a cheating claimant loses, whatever the cheat ----
 
 
-@pytest.mark.parametrize("code", ["mul", "where", "sqrt", "div"])
+def contested(p: Protocol, game: Any, played: Any, opened: OpOpening, claimant: StepSide,
+              counter: StepSide) -> RevealedChunk:
+    """The counter contests the opened output and both descend to a chunk the claimant reveals."""
+    a = p.accounts
+    r = counter.refutation(opened)
+    assert r is not None and r.function == "contestOutput"
+    refute(p, game, played, a[3], r)
+    assert game.functions.gameOf(played.game_id).call()[0] == REVEAL_OUTPUT
+    return descend(p, game, played, opened, (a[2], claimant), (a[3], counter))
+
+
+@pytest.mark.parametrize(("code", "element"), [("mul", 3), ("where", -1), ("sqrt", 0), ("div", 77)])
 def test_one_flipped_bit_in_one_elementwise_op_is_pinpointed_and_decided_by_the_contract(
-    proto: Protocol, game: Any, code: str
+    proto: Protocol, game: Any, code: str, element: int
 ) -> None:
     p, a = proto, proto.accounts
     i = first(code, after=20)
-    cheat = flipped(honest(), i, 3)
-    played, opened = play_to_refutation(p, game, StepSide(cheat), StepSide(honest()))
+    element %= honest().values[i].size
+    cheat = flipped(honest(), i, element)
+    counter = StepSide(honest())
+    played, opened = play_to_refutation(p, game, StepSide(cheat), counter)
     assert played.op == i  # the first op whose output differs, not any later op that read it
-    r = StepSide(honest()).refutation(opened, claimant=cheat)
-    assert r is not None and r.function == "refuteElement"
+    # The counter holds nothing of the claimant's but its commitments: the descent finds the chunk.
+    revealed = contested(p, game, played, opened, StepSide(cheat), counter)
+    assert revealed.index == element * 4 // 32
+    r = counter.refute_chunk(opened, revealed)
+    assert r is not None and r.function == "refuteElement" and r.args[0][4][0] == element
     # A refutation that does not hold reverts and leaves the counter its turn: the program is right.
     code_h, attrs, ids = program_entry(honest(), i)
     expect(p, "NotRefuted", a[3], game.functions.refuteProgram(played.game_id, opened.as_arg(), code_h, attrs,
@@ -154,6 +173,10 @@ def test_one_flipped_bit_in_one_elementwise_op_is_pinpointed_and_decided_by_the_
     out = decided(p, game, refute(p, game, played, a[3], r))
     assert (out["winner"], out["loser"], out["reason"]) == (a[3].address, a[2].address, WRONG_ELEMENT)
     assert game.functions.gameOf(played.game_id).call()[0] == DECIDED
+    chunks = -(-honest().values[i].nbytes // 32)
+    descent_moves = math.ceil(math.log2(chunks)) + 3 if chunks > 1 else 3  # contest, reveal, levels, chunk
+    assert played.moves["counter"] + played.moves["claimant"] <= (
+        math.ceil(math.log2(len(cheat.ops))) + 1 + 1 + descent_moves + 1)
     # Decided is final: no side moves again, and nobody can time it out.
     expect(p, "WrongStage", a[3], game.functions.refuteElement(played.game_id, r.args[0]))
     expect(p, "WrongStage", a[9], game.functions.timeout(played.game_id))
@@ -166,7 +189,7 @@ def test_right_numbers_from_the_wrong_wiring_lose_against_the_program(proto: Pro
     cheat = rewired(honest(), i, (y, x))  # add is commutative: the output is the honest one, the op is not
     played, opened = play_to_refutation(p, game, StepSide(cheat), StepSide(honest()))
     assert played.op == i and opened.output_root == honest().tensor_roots[i]
-    r = StepSide(honest()).refutation(opened, claimant=cheat)
+    r = StepSide(honest()).refutation(opened)
     assert r is not None and r.function == "refuteProgram"
     assert decided(p, game, refute(p, game, played, a[3], r))["reason"] == WRONG_PROGRAM
 
@@ -176,7 +199,7 @@ def test_a_named_input_other_than_the_agreed_one_loses(proto: Protocol, game: An
     cheat = flipped(honest(), 0, 7)  # the parameters the step starts from
     played, opened = play_to_refutation(p, game, StepSide(cheat), StepSide(honest()))
     assert played.op == 0
-    r = StepSide(honest()).refutation(opened, claimant=cheat)
+    r = StepSide(honest()).refutation(opened)
     assert r is not None and r.function == "refuteNamedInput"
     out = decided(p, game, refute(p, game, played, a[3], r))
     assert (out["winner"], out["reason"]) == (a[3].address, WRONG_NAMED_INPUT)
@@ -212,7 +235,8 @@ def test_a_wrong_partial_sum_inside_a_matmul_is_narrowed_to_one_integer_multiply
     counter = StepSide(honest())
     played, opened = play_to_refutation(p, game, cheat, counter)
     assert played.op == i
-    r = counter.refutation(opened, claimant=cheat.trace)
+    revealed = contested(p, game, played, opened, cheat, counter)
+    r = counter.refute_chunk(opened, revealed)
     assert r is not None and r.function == "challengeDot" and r.args[1] == MATMUL_ELEMENT
     refute(p, game, played, a[3], r)
     assert game.functions.gameOf(played.game_id).call()[0] == DOT_ANSWER
@@ -220,8 +244,9 @@ def test_a_wrong_partial_sum_inside_a_matmul_is_narrowed_to_one_integer_multiply
     assert played.multiply_add == k  # the one wrong multiply-add of the 64
     assert (out["winner"], out["loser"], out["reason"]) == (a[3].address, a[2].address, WRONG_MULTIPLY_ADD)
     ops_moves = math.ceil(math.log2(cheat.n_ops)) + 1
-    # bisection over ops + open + challenge + answer + bisectDot + bisection over 64 sums + the last move
-    assert sum(played.moves.values()) <= ops_moves + 4 + (math.ceil(math.log2(64)) + 1) + 1
+    chunk_levels = math.ceil(math.log2(16 * 16 * 4 / 32))
+    # ops + open + contest, reveal, levels, chunk + challenge + answer + bisectDot + 64 sums + the last move
+    assert sum(played.moves.values()) <= ops_moves + 1 + (3 + chunk_levels) + 3 + (math.ceil(math.log2(64)) + 1) + 1
 
 
 def test_an_honest_matmul_element_survives_a_counter_that_lies_about_one_multiply_add(
@@ -233,8 +258,10 @@ def test_an_honest_matmul_element_survives_a_counter_that_lies_about_one_multipl
     claimant = StepSide(honest())
     played, opened = play_to_refutation(p, game, claimant, liar)
     gid = played.game_id
-    assert liar.refutation(opened, claimant=honest()) is None  # nothing true to show: it disputes anyway
-    p.tx(a[3], game.functions.challengeDot(gid, opened.as_arg(), MATMUL_ELEMENT))
+    revealed = contested(p, game, played, opened, claimant, liar)  # its own output differs: it contests
+    r = liar.refute_chunk(opened, revealed)
+    assert r is not None and r.args[1] == MATMUL_ELEMENT
+    refute(p, game, played, a[3], r)
     rc = p.tx(a[2], game.functions.answerDot(gid, *claimant.dot_answer(i, MATMUL_ELEMENT)))
     answer = p.events(rc, game, "DotAnswered")[0]["args"]
     assert answer["length"] == 64 and answer["n"] == claimant.dot_sums(i, MATMUL_ELEMENT)[-1]
@@ -244,7 +271,7 @@ def test_an_honest_matmul_element_survives_a_counter_that_lies_about_one_multipl
         expect(p, "NotRefuted", a[3], game.functions.refuteBlock(gid, m, wit, of_a))
     expect(p, "NoDisagreement", a[3], game.functions.bisectDot(gid, answer["n"]))
     p.tx(a[3], game.functions.bisectDot(gid, liar.dot_sums(i, MATMUL_ELEMENT)[-1]))
-    k = bisect(p, game, played, (a[2], claimant), (a[3], liar), 6, "moveDot",
+    k = bisect(p, game, played, (a[2], claimant), (a[3], liar), DOT_BISECT, "moveDot",
                lambda side: side.dot_positions(i, MATMUL_ELEMENT))
     assert k == 30 and game.functions.gameOf(gid).call()[0] == DOT_STEP
     _, _, _, agreed, mine, _ = game.functions.gameOf(gid).call()
@@ -291,47 +318,98 @@ def test_a_dot_challenge_of_an_elementwise_op_reverts(proto: Protocol, game: Any
 def test_an_honest_claimant_against_a_lying_counter_wins_on_time(proto: Protocol, game: Any) -> None:
     p, a = proto, proto.accounts
     i = first("mul", after=20)
-    liar = flipped(honest(), i, 3)
-    played, opened = play_to_refutation(p, game, StepSide(honest()), StepSide(liar))
+    liar = StepSide(flipped(honest(), i, 3))
+    played, opened = play_to_refutation(p, game, StepSide(honest()), liar)
     assert played.op == i
-    assert StepSide(liar).refutation(opened, claimant=honest()) is None  # it has nothing true to show
+    revealed = contested(p, game, played, opened, StepSide(honest()), liar)
+    r = liar.refute_chunk(opened, revealed)
+    assert r is not None and r.function == "refuteElement"
     gid = played.game_id
     # Every refutation it could try reverts, leaving the game where it was.
-    c = element_check(honest(), i, 3)
-    expect(p, "NotRefuted", a[3], game.functions.refuteElement(gid, (opened.as_arg(), *c[1:])))
+    expect(p, "NotRefuted", a[3], game.functions.refuteElement(gid, *r.args))
     code_h, attrs, ids = program_entry(honest(), i)
     expect(p, "NotRefuted", a[3], game.functions.refuteProgram(gid, opened.as_arg(), code_h, attrs, list(ids),
                                                                program_proof(honest(), i)))
+    expect(p, "AlreadyContested", a[3], game.functions.contestOutput(gid, opened.as_arg()))
     expect(p, "ClockRunning", a[9], game.functions.timeout(gid))
     p.advance(CLOCK + 1)
     out = decided(p, game, p.tx(a[9], game.functions.timeout(gid)))  # anyone may call it
     assert (out["winner"], out["loser"], out["reason"]) == (a[2].address, a[3].address, TIMEOUT)
 
 
+def test_bad_descent_moves_revert_with_named_errors(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    i = first("mul", after=20)
+    cheat, counter = StepSide(flipped(honest(), i, 3)), StepSide(honest())
+    played, opened = play_to_refutation(p, game, cheat, counter)
+    gid = played.game_id
+    refute(p, game, played, a[3], counter.refutation(opened))  # type: ignore[arg-type]
+    dtype, shape, root, left, right = cheat.reveal_output(i)
+    expect(p, "OutputMismatch", a[2], game.functions.revealOutput(gid, dtype, shape, left, left, right))
+    expect(p, "ChildrenMismatch", a[2], game.functions.revealOutput(gid, dtype, shape, root, right, right))
+    expect(p, "NotYourTurn", a[3], game.functions.revealOutput(gid, dtype, shape, root, left, right))
+    p.tx(a[2], game.functions.revealOutput(gid, dtype, shape, root, left, right))
+    level, index, _, pl, pr = game.functions.descentOf(gid).call()
+    expect(p, "NoDifference", a[3], game.functions.descend(gid, pl, pr, b"\x00" * 32, b"\x00" * 32))
+    move = counter.descend(i, level, index, (pl, pr))
+    expect(p, "ChildrenMismatch", a[3], game.functions.descend(gid, *move[:2], move[3], move[3]))
+    p.tx(a[3], game.functions.descend(gid, *move))
+    level, index, _, pl, pr = game.functions.descentOf(gid).call()
+    expect(p, "ChildrenMismatch", a[2], game.functions.descend(gid, pr, pr, b"\x00" * 32, b"\x00" * 32))
+    sides = {a[2].address: (a[2], cheat), a[3].address: (a[3], counter)}
+    while game.functions.gameOf(gid).call()[0] == DESCEND:
+        level, index, _, pl, pr = game.functions.descentOf(gid).call()
+        acct, side = sides[game.functions.deadline(gid).call()[0]]
+        p.tx(acct, game.functions.descend(gid, *side.descend(i, level, index, (pl, pr))))
+    index = game.functions.descentOf(gid).call()[1]
+    expect(p, "ChunkMismatch", a[2], game.functions.revealChunk(gid, counter.chunk(i, index)))
+    p.tx(a[2], game.functions.revealChunk(gid, cheat.chunk(i, index)))
+    assert game.functions.gameOf(gid).call()[0] == REFUTE
+
+
 # ---- clocks: whoever runs out of time at any stage loses ----
 
 
-@pytest.mark.parametrize("stage", ["claimant bisecting", "counter bisecting", "claimant opening"])
+STAGES = ["claimant bisecting", "counter bisecting", "claimant opening", "claimant revealing its output",
+          "counter descending", "claimant answering a dot challenge", "counter bisecting prefix sums"]
+
+
+@pytest.mark.parametrize("stage", STAGES)
 def test_the_side_that_runs_out_of_time_loses_at_every_stage(proto: Protocol, game: Any, stage: str) -> None:
     p, a = proto, proto.accounts
-    cheat = flipped(honest(), first("mul", after=20), 3)
-    c, d = (a[2], StepSide(cheat)), (a[3], StepSide(honest()))
+    dot = "dot" in stage or "prefix" in stage
+    i = first("matmul") if dot else first("mul", after=20)
+    cheat = WrongPartialSum(honest(), i, MATMUL_ELEMENT, 9) if dot else StepSide(flipped(honest(), i, 3))
+    c, d = (a[2], cheat), (a[3], StepSide(honest()))
     played = open_game(p, game, honest(), c, d)
     gid = played.game_id
+    late: Any = game.functions.moveOps(gid, b"\x01" * 32, b"\x02" * 32)
     if stage == "counter bisecting":
-        m = c[1].move(0, c[1].n_ops, None)
+        m = cheat.move(0, cheat.n_ops, None)
         p.tx(a[2], game.functions.moveOps(gid, m.at_pending, m.at_next))
-    elif stage == "claimant opening":
+    elif stage != "claimant bisecting":
         bisect(p, game, played, c, d)
-    loser = a[3] if stage == "counter bisecting" else a[2]
+        late = game.functions.openOp(gid, cheat.open_op(i).as_arg())
+    if stage not in ("claimant bisecting", "counter bisecting", "claimant opening"):
+        opened = open_disputed(p, game, played, c)
+        if dot:
+            p.tx(a[3], game.functions.challengeDot(gid, opened.as_arg(), MATMUL_ELEMENT))
+            late = game.functions.answerDot(gid, *cheat.dot_answer(i, MATMUL_ELEMENT))
+        else:
+            p.tx(a[3], game.functions.contestOutput(gid, opened.as_arg()))
+            late = game.functions.revealOutput(gid, *cheat.reveal_output(i))
+    if stage == "counter descending":
+        p.tx(a[2], late)
+        late = game.functions.descend(gid, *[b"\x01" * 32] * 4)
+    if stage == "counter bisecting prefix sums":
+        p.tx(a[2], late)
+        late = game.functions.bisectDot(gid, d[1].dot_sums(i, MATMUL_ELEMENT)[-1])
+    loser = a[3] if stage.startswith("counter") else a[2]
     mover, due = game.functions.deadline(gid).call()
     assert mover == loser.address
     expect(p, "ClockRunning", a[9], game.functions.timeout(gid))
     p.advance(due - p.w3.eth.get_block("latest")["timestamp"] + 1)
-    # A late move cannot save it.
-    late = (game.functions.openOp(gid, c[1].open_op(played.op).as_arg()) if stage == "claimant opening"
-            else game.functions.moveOps(gid, b"\x01" * 32, b"\x02" * 32))
-    expect(p, "ClockExpired", loser, late)
+    expect(p, "ClockExpired", loser, late)  # a late move cannot save it
     out = decided(p, game, p.tx(a[9], game.functions.timeout(gid)))
     assert (out["loser"], out["reason"]) == (loser.address, TIMEOUT)
     assert out["winner"] == (a[2] if loser == a[3] else a[3]).address
@@ -375,8 +453,8 @@ def test_bad_moves_revert_with_named_errors(proto: Protocol, game: Any) -> None:
                                                                  program_proof(h, i - 1)))
     expect(p, "NotNamedInput", a[3], game.functions.refuteNamedInput(gid, opened.as_arg(), h.tensor_roots[0],
                                                                      input_proof(h, 0)))
-    r = StepSide(h).refutation(opened, claimant=cheat.trace)
-    assert isinstance(r, Refutation)
+    r = StepSide(h).refutation(opened)
+    assert isinstance(r, Refutation) and r.function == "contestOutput"
     refute(p, game, played, a[3], r)
 
 
