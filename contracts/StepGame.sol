@@ -3,7 +3,7 @@ pragma solidity ^0.8.24;
 
 import {Hashes} from "@openzeppelin/contracts/utils/cryptography/Hashes.sol";
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
-import {IStepGame} from "./interfaces/IStepGame.sol";
+import {IStepGame, OutputReveal} from "./interfaces/IStepGame.sol";
 import {Bisection} from "./libraries/Bisection.sol";
 import {TraceProofs} from "./libraries/TraceProofs.sol";
 import {DotReferee} from "./referee/DotReferee.sol";
@@ -40,10 +40,10 @@ contract StepGame is IStepGame {
         bytes32 program;
         bytes32 inputs;
         bytes32 opened; // the claimant's leaf of the disputed op
-        bytes32 outputRoot; // that leaf's output root
         bytes32 traceRoot; // the claimant's prefix root holding that leaf (kept through the dot stage)
         uint256 element; // the disputed output element of a dot op
         int256 sum; // the claimant's N for it
+        int256 counterSum; // the counter's
         uint64 length; // K: the multiply-adds of that element
         uint16 blockA; // the claimant's block exponents
         uint16 blockB;
@@ -131,7 +131,8 @@ contract StepGame is IStepGame {
 
     /// @notice The claimant opens its leaf of the disputed op i = lo: `op.proof` is the sibling path of slot i,
     ///         which must lead to the agreed prefix with slot i empty and to the claimant's with slot i = the leaf.
-    function openOp(uint256 gameId, OpOpening calldata op) external {
+    ///         `out` reveals the leaf's output down to its data root's children, where a descent starts.
+    function openOp(uint256 gameId, OpOpening calldata op, OutputReveal calldata out) external {
         Game storage s = _at(gameId, Stage.OpenOp);
         _charge(s.g, s.g.claimant);
         uint256 i = s.g.lo;
@@ -143,10 +144,10 @@ contract StepGame is IStepGame {
         // INVARIANT: the opened leaf is the only slot in which the claimant's prefix differs from the agreed one.
         if (agreed != s.g.agreed || mine != s.g.claimantRoot) revert SlotMismatch(agreed, mine);
         s.opened = leaf;
-        s.outputRoot = op.outputRoot;
+        emit OpOpened(gameId, op);
+        _reveal(gameId, op.outputRoot, out);
         s.stage = Stage.Refute;
         s.g.counterToMove = true;
-        emit OpOpened(gameId, op);
     }
 
     // ---- the counter's refutations: each decides for the counter, or reverts NotRefuted ----
@@ -207,50 +208,26 @@ contract StepGame is IStepGame {
 
     // ---- the output: a descent to one chunk where the claimant's output differs from the counter's ----
 
-    /// @notice The counter contests the opened op's output: the claimant reveals its data tree down to a chunk where
-    ///         the two differ (one descent per game), then the counter refutes an element of that chunk.
-    function contestOutput(uint256 gameId, OpOpening calldata op) external {
-        Game storage s = _refuting(gameId, op);
-        Descent storage d = _descents[gameId];
-        if (d.contested) revert AlreadyContested(gameId);
-        d.contested = true;
-        s.stage = Stage.RevealOutput;
-        s.g.counterToMove = false;
-        emit OutputContested(gameId);
-    }
-
-    /// @notice The claimant's output header and data root (they hash to the opened output root) and, above one
-    ///         chunk, the root's two children.
-    function revealOutput(
-        uint256 gameId,
-        uint256 dtype,
-        uint256[] calldata shape,
-        bytes32 dataRoot,
-        bytes32 left,
-        bytes32 right
-    ) external {
-        Game storage s = _at(gameId, Stage.RevealOutput);
-        _charge(s.g, s.g.claimant);
-        bytes32 computed = TraceProofs.tensorRoot(dtype, shape, dataRoot);
-        if (computed != s.outputRoot) revert OutputMismatch(computed, s.outputRoot);
-        uint256 bytes_ = TraceProofs.numel(shape) * TraceProofs.itemSize(dtype);
-        uint256 chunks = bytes_ == 0 ? 1 : (bytes_ + TraceProofs.CHUNK_BYTES - 1) / TraceProofs.CHUNK_BYTES;
+    /// @dev The claimant's output header, data root and (above one chunk) the root's children: the descent's start.
+    function _reveal(uint256 gameId, bytes32 outputRoot, OutputReveal calldata out) private {
+        bytes32 computed = TraceProofs.tensorRoot(out.dtype, out.shape, out.dataRoot);
+        if (computed != outputRoot) revert OutputMismatch(computed, outputRoot);
+        uint256 size = TraceProofs.numel(out.shape) * TraceProofs.itemSize(out.dtype);
+        uint256 chunks = size == 0 ? 1 : (size + TraceProofs.CHUNK_BYTES - 1) / TraceProofs.CHUNK_BYTES;
         Descent storage d = _descents[gameId];
         d.chunks = uint64(chunks);
-        d.claimantNode = dataRoot;
+        d.claimantNode = out.dataRoot;
         uint8 top;
         while (_width(chunks, top) > 1) ++top;
         d.level = top;
-        emit OutputRevealed(gameId, dtype, shape, dataRoot, chunks);
-        if (top == 0) return _toChunk(gameId, s, d);
-        _postChildren(gameId, d, dataRoot, left, right);
-        s.stage = Stage.Descend;
-        s.g.counterToMove = true;
+        emit OutputRevealed(gameId, out.dtype, out.shape, out.dataRoot, chunks);
+        if (top > 0) _postChildren(gameId, d, out.dataRoot, out.left, out.right);
     }
 
-    /// @notice One level down: the mover's children of the current node (`mine*`), compared with the other side's
-    ///         (the first child that differs is where both go), and its children of that child (`next*`, unused
-    ///         once the child is a chunk).
+    /// @notice One level down the claimant's output data tree: the mover's children of the current node (`mine*`),
+    ///         compared with the other side's (the first child that differs is where both go), and its children of
+    ///         that child (`next*`, unused once the child is a chunk). The counter's first descent, instead of a
+    ///         refutation, contests the output (once per game); it ends on a chunk the claimant reveals next.
     function descend(
         uint256 gameId,
         bytes32 mineLeft,
@@ -258,11 +235,19 @@ contract StepGame is IStepGame {
         bytes32 nextLeft,
         bytes32 nextRight
     ) external {
-        Game storage s = _at(gameId, Stage.Descend);
+        Game storage s = _game(gameId);
+        Descent storage d = _descents[gameId];
+        if (s.stage == Stage.Refute) {
+            if (d.contested) revert AlreadyContested(gameId);
+            d.contested = true;
+            s.stage = Stage.Descend;
+        } else if (s.stage != Stage.Descend) {
+            revert WrongStage(gameId, Stage.Descend, s.stage);
+        }
         Bisection.Game storage g = s.g;
         bool byCounter = g.counterToMove;
         _charge(g, byCounter ? g.counter : g.claimant);
-        Descent storage d = _descents[gameId];
+        if (d.level == 0) return _toChunk(gameId, s, d); // one chunk: nothing to descend
         bytes32 node = byCounter ? d.counterNode : d.claimantNode;
         bytes32 mine = Hashes.commutativeKeccak256(mineLeft, mineRight);
         // The counter's first node is its data root, which it never committed: its children only need to differ.
@@ -298,33 +283,38 @@ contract StepGame is IStepGame {
 
     // ---- a dot op: narrowed to one element, then to one integer multiply-add ----
 
-    /// @notice The counter disputes output element `element` of the opened matmul / sum / index_sum; the claimant
-    ///         answers with its sum next.
-    function challengeDot(uint256 gameId, OpOpening calldata op, uint256 element) external {
+    /// @notice The counter disputes output element `element` of the opened matmul / sum / index_sum, whose sum N is
+    ///         `n` by its count; the claimant answers with its own sum next.
+    function challengeDot(uint256 gameId, OpOpening calldata op, uint256 element, int256 n) external {
         Game storage s = _refuting(gameId, op);
         bytes32 code = op.codeHash;
         if (code != TraceProofs.MATMUL && code != TraceProofs.SUM && code != TraceProofs.INDEX_SUM) {
             revert NotDotOp(code);
         }
         s.element = element;
+        s.counterSum = n;
         s.traceRoot = s.g.claimantRoot;
         s.stage = Stage.DotAnswer;
         s.g.counterToMove = false;
-        emit DotChallenged(gameId, element);
+        emit DotChallenged(gameId, element, n);
     }
 
     /// @notice The claimant's sum `n` for the disputed element, at the block exponents `m.blockA`, `m.blockB`
     ///         (reached by the witnesses `m.aMax`, `m.bMax`): it must round to the claimant's committed element,
-    ///         opened by `outEl` in the op's output `out` (`DotReferee.answer`).
+    ///         opened by `outEl` in the op's output `out` (`DotReferee.answer`). Where it differs from the counter's,
+    ///         the bisection over prefix sums starts with this as the claimant's first move (`atMid`: its sum at
+    ///         the midpoint); where it agrees, the counter can only refute a block exponent.
     function answerDot(
         uint256 gameId,
         DotMove calldata m,
         TensorRef calldata out,
         ElementOpening calldata outEl,
-        int256 n
+        int256 n,
+        bytes32 atMid
     ) external {
         Game storage s = _at(gameId, Stage.DotAnswer);
-        _charge(s.g, s.g.claimant);
+        Bisection.Game storage g = s.g;
+        _charge(g, g.claimant);
         _isOpened(s, m.op);
         if (m.element != s.element) revert NotDisputedElement(m.element, m.blockA, m.blockB);
         (uint256 length, bool rounds) = dots.answer(s.traceRoot, m, out, outEl, n);
@@ -333,32 +323,33 @@ contract StepGame is IStepGame {
         s.length = uint64(length);
         s.blockA = uint16(m.blockA); // exponent fields: below 256, checked by the witnesses
         s.blockB = uint16(m.blockB);
-        s.stage = Stage.DotChallenge;
-        s.g.counterToMove = true;
         emit DotAnswered(gameId, n, m.blockA, m.blockB, length);
-    }
-
-    /// @notice An entry `w` of the row of A (`ofA`) or column of B has an exponent field above the claimant's block
-    ///         exponent for it: the claimant aligned with a block exponent that is not the maximum.
-    function refuteBlock(uint256 gameId, DotMove calldata m, BlockWitness calldata w, bool ofA) external {
-        Game storage s = _counterAt(gameId, Stage.DotChallenge);
-        _isDisputedDot(s, m);
-        _decide(gameId, s, dots.refutesBlock(s.traceRoot, m, w, ofA), Reason.WrongBlock);
-    }
-
-    /// @notice The counter's own sum `n` differs from the claimant's: bisect over the prefix sums (position p holds
-    ///         the sum of the first p multiply-adds as a two's-complement word; both agree on 0 at position 0).
-    function bisectDot(uint256 gameId, int256 n) external {
-        Game storage s = _counterAt(gameId, Stage.DotChallenge);
-        Bisection.Game storage g = s.g;
+        if (n == s.counterSum) {
+            s.stage = Stage.DotChallenge;
+            g.counterToMove = true;
+            return;
+        }
         (uint64 claimantLeft, uint64 counterLeft) = (g.claimantClock, g.counterClock);
-        Bisection.Ends memory e = Bisection.Ends(0, s.length, bytes32(0), _word(s.sum), _word(n));
-        g.start(g.claimant, g.counter, e, clock);
+        g.start(g.claimant, g.counter, Bisection.Ends(0, uint64(length), bytes32(0), _word(n), _word(s.counterSum)), 0);
         // INVARIANT: a game has one clock per side: the stage restarts the bisection, not the clocks.
         (g.claimantClock, g.counterClock) = (claimantLeft, counterLeft);
         s.stage = Stage.DotBisect;
-        emit DotBisectionOpened(gameId, s.sum, n, s.length);
-        if (g.done()) _toMultiplyAdd(gameId, s);
+        if (g.done()) return _toMultiplyAdd(gameId, s);
+        g.move(msg.sender, bytes32(0), atMid);
+        emit DotMoved(gameId, msg.sender, g.lo, g.hi);
+    }
+
+    /// @notice An entry `w` of the row of A (`ofA`) or column of B has an exponent field above the claimant's block
+    ///         exponent for it: the claimant aligned with a block exponent that is not the maximum. Open to the
+    ///         counter on any of its turns once the claimant answered.
+    function refuteBlock(uint256 gameId, DotMove calldata m, BlockWitness calldata w, bool ofA) external {
+        Game storage s = _game(gameId);
+        if (s.stage != Stage.DotChallenge && s.stage != Stage.DotBisect && s.stage != Stage.DotStep) {
+            revert WrongStage(gameId, Stage.DotChallenge, s.stage);
+        }
+        _charge(s.g, s.g.counter);
+        _isDisputedDot(s, m);
+        _decide(gameId, s, dots.refutesBlock(s.traceRoot, m, w, ofA), Reason.WrongBlock);
     }
 
     /// @notice One move of the bisection over prefix sums (`Bisection.move`; roots are the sums as words).

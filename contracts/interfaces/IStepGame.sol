@@ -3,6 +3,16 @@ pragma solidity ^0.8.24;
 
 import {OpOpening} from "../types/Trace.sol";
 
+/// @notice The claimant's output of the op it opens: header, data root and the data root's two children (zero for
+///         an output of one chunk), so a descent can start at once.
+struct OutputReveal {
+    uint256 dtype;
+    uint256[] shape;
+    bytes32 dataRoot;
+    bytes32 left;
+    bytes32 right;
+}
+
 /// @title The step game: two traces of one repro training step, narrowed to one op and judged by the contract.
 /// @notice Stage (b) of docs/dispute-game.md and its last move: the claimant's and the counter's traces of the same
 ///         step (same program, same named inputs) are bisected over their op-prefix roots to the first op they
@@ -17,7 +27,6 @@ interface IStepGame {
         Ops,
         OpenOp,
         Refute,
-        RevealOutput,
         Descend,
         RevealChunk,
         DotAnswer,
@@ -73,7 +82,7 @@ interface IStepGame {
     error SumDoesNotRound(int256 n);
     /// @notice The prefix sums given are not the agreed one at `lo` and the claimant's at `lo + 1`.
     error PartialMismatch(int256 prev, int256 cur);
-    /// @notice The counter already made the claimant reveal a chunk of this op's output.
+    /// @notice The counter already descended into this op's output once.
     error AlreadyContested(uint256 gameId);
     /// @notice The header and data root given do not hash to the opened op's output root.
     error OutputMismatch(bytes32 computed, bytes32 outputRoot);
@@ -106,9 +115,7 @@ interface IStepGame {
     event OpNarrowed(uint256 indexed gameId, uint256 op);
     /// @notice The claimant opened its leaf of the disputed op (`path`: its slot in the claimant's prefix root).
     event OpOpened(uint256 indexed gameId, OpOpening op);
-    /// @notice The counter contests the opened op's output: the claimant reveals a chunk where the two differ.
-    event OutputContested(uint256 indexed gameId);
-    /// @notice The claimant's output header and data root (`chunks` leaves of 32 bytes).
+    /// @notice The claimant's output header and data root (`chunks` leaves of 32 bytes), revealed with its op.
     event OutputRevealed(uint256 indexed gameId, uint256 dtype, uint256[] shape, bytes32 dataRoot, uint256 chunks);
     /// @notice `mover`'s children of node `index` at height `level` of its output's data tree.
     event Children(
@@ -123,13 +130,12 @@ interface IStepGame {
     event ChunkNarrowed(uint256 indexed gameId, uint256 index);
     /// @notice The claimant's chunk `index` of the output: the counter refutes one of its elements next.
     event ChunkRevealed(uint256 indexed gameId, uint256 index, bytes32 chunk);
-    /// @notice The counter disputes output element `element` of the opened dot op.
-    event DotChallenged(uint256 indexed gameId, uint256 element);
-    /// @notice The claimant's sum for that element: N, its block exponents and the sum's length K.
+    /// @notice The counter disputes output element `element` of the opened dot op; its own sum is `n`.
+    event DotChallenged(uint256 indexed gameId, uint256 element, int256 n);
+    /// @notice The claimant's sum for that element: N, its block exponents and the sum's length K. Where the two
+    ///         sums differ the sides bisect over the K prefix sums next (position p: the sum of the first p
+    ///         multiply-adds); where they agree only a block exponent can still be refuted.
     event DotAnswered(uint256 indexed gameId, int256 n, uint256 blockA, uint256 blockB, uint256 length);
-    /// @notice The counter's sum differs: the sides bisect over the K prefix sums (position p holds the sum of the
-    ///         first p multiply-adds).
-    event DotBisectionOpened(uint256 indexed gameId, int256 claimantSum, int256 counterSum, uint256 length);
     /// @notice A move of the bisection over prefix sums: the interval after it.
     event DotMoved(uint256 indexed gameId, address indexed mover, uint64 lo, uint64 hi);
     /// @notice The prefix sums were narrowed to multiply-add `k`; the counter proves it wrong next or loses.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from gensyn_py.chain.bisection import Move, next_move
+from gensyn_py.chain.bisection import Move, midpoint, next_move
 from gensyn_py.crypto.merkle import hash_pair
 from gensyn_py.proof.descent import DataTree, RevealedChunk
 from gensyn_py.proof.onchain_trace import (
@@ -47,6 +47,9 @@ class Refutation:
 
     function: str
     args: tuple[Any, ...]
+
+
+CONTEST = Refutation("descend", ())  # contest the output: the counter's first descent (its args come from the chain)
 
 
 class StepSide:
@@ -108,7 +111,7 @@ class StepSide:
                 return Refutation("refuteInputRoot", (opened.as_arg(), j, at_prefix.as_arg()))
         decidable = t.ops[i].code in ELEMENTWISE or t.ops[i].code in DOT_OPS
         if decidable and t.tensor_roots[i] != opened.output_root:
-            return Refutation("contestOutput", (opened.as_arg(),))
+            return CONTEST
         return None
 
     def refute_chunk(self, opened: OpOpening, revealed: RevealedChunk) -> Refutation | None:
@@ -125,7 +128,7 @@ class StepSide:
         if wrong is None:
             return None
         if t.ops[i].code in DOT_OPS:
-            return Refutation("challengeDot", (opened.as_arg(), wrong))
+            return Refutation("challengeDot", (opened.as_arg(), wrong, self.dot_sums(i, wrong)[-1]))
         c = element_check(t, i, wrong)
         ref = tensor_ref(t, i)
         out = (opened.output_root, ref.dtype, list(ref.shape))
@@ -141,7 +144,7 @@ class StepSide:
         return tree
 
     def reveal_output(self, i: int) -> tuple[Any, ...]:
-        """The claimant's ``revealOutput`` arguments: op i's output header, data root and the root's children."""
+        """The `OutputReveal` the claimant opens op i with: its output header, data root and the root's children."""
         ref, tree = tensor_ref(self.trace, i), self.data_tree(i)
         top = len(tree.levels) - 1
         return (ref.dtype, list(ref.shape), tree.root, *tree.children(top, 0))
@@ -162,11 +165,12 @@ class StepSide:
 
     def dot_answer(self, i: int, element: int) -> tuple[Any, ...]:
         """The claimant's ``answerDot`` arguments after the game id: the witnesses of its block exponents, its
-        output element and its sum N."""
+        output element, its sum N and its first move of the bisection over prefix sums (its sum at the midpoint)."""
         sums = self.dot_sums(i, element)
         m = dot_move(self.trace, i, element, 0, sums)
+        at_mid = self.dot_positions(i, element)[midpoint(0, len(sums))] if len(sums) > 1 else bytes(32)
         return ((self.open_op(i).as_arg(), *m[1:]), tensor_ref(self.trace, i).as_arg(),
-                open_element(self.trace, i, element).as_arg(), sums[-1])
+                open_element(self.trace, i, element).as_arg(), sums[-1], at_mid)
 
     def dot_positions(self, i: int, element: int) -> list[bytes]:
         """Position p of the bisection over prefix sums: the sum of the first p products, as a word."""

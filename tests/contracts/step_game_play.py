@@ -11,14 +11,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from eth_account.signers.local import LocalAccount
 
 from gensyn_py.chain.bisection import next_move
 from gensyn_py.proof.descent import RevealedChunk, sibling_path
 from gensyn_py.proof.onchain_trace import OpOpening
 from gensyn_py.proof.step_program import inputs_root, program_root
-from gensyn_py.proof.step_side import Refutation, StepSide
-from gensyn_py.proof.trace import Trace
+from gensyn_py.proof.step_side import CONTEST, Refutation, StepSide
+from gensyn_py.proof.trace import Trace, recompute_element
+from gensyn_py.repro import reference as R
 from tests.contracts.helpers import Protocol, deploy_artifact
 
 CLOCK = 3600  # seconds per side over a whole game
@@ -29,6 +31,33 @@ def deploy_step_game(p: Protocol, clock: int = CLOCK) -> Any:
     dots = deploy_artifact(p.w3, p.deployer, p.artifacts["DotReferee"])
     return deploy_artifact(p.w3, p.deployer, p.artifacts["StepGame"], p.deployer.address, clock, referee.address,
                            dots.address)
+
+
+def flipped(t: Trace, i: int, element: int) -> Trace:
+    """`t` with the lowest bit of one element of op i's output flipped (every later op left as recorded)."""
+    values = [v.copy() for v in t.values]
+    flat = values[i].reshape(-1).view(np.uint32)
+    flat[element] ^= 1
+    return Trace(list(t.ops), values, dict(t.outputs))
+
+
+class WrongPartialSum(StepSide):
+    """A claimant whose multiply-add k of output element `element` of dot op i is off by `delta`: its prefix sums
+    from k on, its sum N and its committed element (N rounded by the rule) are all off by it."""
+
+    def __init__(self, t: Trace, i: int, element: int, k: int) -> None:
+        d = recompute_element(t, i, element).detail
+        assert d is not None
+        delta = next(1 << b for b in range(8, 200) if R.round_int(d.n + (1 << b), d.scale) != d.value)
+        self.i, self.element = i, element
+        self.sums = tuple(v + (delta if j >= k else 0) for j, v in enumerate(d.partial))
+        values = list(t.values)
+        values[i] = t.values[i].copy()
+        values[i].reshape(-1)[element] = np.float32(R.round_int(self.sums[-1], d.scale))
+        super().__init__(Trace(list(t.ops), values, dict(t.outputs)))
+
+    def dot_sums(self, i: int, element: int) -> tuple[int, ...]:
+        return self.sums if (i, element) == (self.i, self.element) else super().dot_sums(i, element)
 
 
 @dataclass
@@ -56,7 +85,7 @@ def open_game(p: Protocol, game: Any, honest: Trace, claimant: tuple[LocalAccoun
     return Played(gid)
 
 
-OPS, REFUTE, DESCEND, REVEAL_CHUNK, DOT_BISECT = 1, 3, 5, 6, 9  # IStepGame.Stage
+OPS, REFUTE, DESCEND, REVEAL_CHUNK, DOT_BISECT = 1, 3, 4, 5, 8  # IStepGame.Stage
 
 
 def bisect(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount, StepSide],
@@ -80,14 +109,13 @@ def bisect(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount,
 
 def play_dot(p: Protocol, game: Any, played: Played, opened: OpOpening, element: int,
              claimant: tuple[LocalAccount, StepSide], counter: tuple[LocalAccount, StepSide]) -> Any:
-    """After the counter's `challengeDot` of `element`: the claimant answers, the counter opens the bisection
-    over prefix sums with its own sum, both bisect, and the counter refutes the multiply-add it ends on."""
+    """After the counter's `challengeDot` of `element`: the claimant answers (and makes the first move of the
+    bisection over prefix sums), both bisect, and the counter refutes the multiply-add it ends on."""
     (ca, cs), (da, ds) = claimant, counter
     i, gid = opened.index, played.game_id
     rc = p.tx(ca, game.functions.answerDot(gid, *cs.dot_answer(i, element)))
     played.count("claimant", rc)
     answer = p.events(rc, game, "DotAnswered")[0]["args"]
-    played.count("counter", p.tx(da, game.functions.bisectDot(gid, ds.dot_sums(i, element)[-1])))
     k = bisect(p, game, played, claimant, counter, DOT_BISECT, "moveDot", lambda side: side.dot_positions(i, element))
     played.multiply_add = k
     _, _, _, agreed, mine, _ = game.functions.gameOf(gid).call()
@@ -97,35 +125,33 @@ def play_dot(p: Protocol, game: Any, played: Played, opened: OpOpening, element:
 
 
 def open_disputed(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount, StepSide]) -> OpOpening:
-    """The claimant opens its leaf of the disputed op."""
+    """The claimant opens its leaf of the disputed op, revealing its output down to the data root's children."""
     assert played.op is not None
     opened = claimant[1].open_op(played.op)
-    played.count("claimant", p.tx(claimant[0], game.functions.openOp(played.game_id, opened.as_arg())))
+    reveal = claimant[1].reveal_output(played.op)
+    played.count("claimant", p.tx(claimant[0], game.functions.openOp(played.game_id, opened.as_arg(), reveal)))
     return opened
 
 
 def descend(p: Protocol, game: Any, played: Played, opened: OpOpening, claimant: tuple[LocalAccount, StepSide],
             counter: tuple[LocalAccount, StepSide]) -> RevealedChunk:
-    """After the counter's `contestOutput`: the claimant reveals its output, both descend its data tree with
-    their own children to a chunk where they differ, and the claimant reveals that chunk; what the counter then
-    knows of it (the chunk, and its path from the claimant's `Children` events)."""
+    """The counter contests the opened output by descending (from the children the claimant revealed with its op),
+    both descend with their own children to a chunk where they differ, and the claimant reveals that chunk; what
+    the counter then knows of it (the chunk, and its path from the claimant's `Children` events)."""
     (ca, cs), (da, ds) = claimant, counter
     i, gid = opened.index, played.game_id
-    receipts = [p.tx(ca, game.functions.revealOutput(gid, *cs.reveal_output(i)))]
-    played.count("claimant", receipts[-1])
     sides = {ca.address: ("claimant", ca, cs), da.address: ("counter", da, ds)}
-    while game.functions.gameOf(gid).call()[0] == DESCEND:
+    while game.functions.gameOf(gid).call()[0] in (REFUTE, DESCEND):
         level, index, _, left, right = game.functions.descentOf(gid).call()
         name, acct, side = sides[game.functions.deadline(gid).call()[0]]
-        receipts.append(p.tx(acct, game.functions.descend(gid, *side.descend(i, level, index, (left, right)))))
-        played.count(name, receipts[-1])
+        played.count(name, p.tx(acct, game.functions.descend(gid, *side.descend(i, level, index, (left, right)))))
     assert game.functions.gameOf(gid).call()[0] == REVEAL_CHUNK
     _, index, chunks, _, _ = game.functions.descentOf(gid).call()
     rc = p.tx(ca, game.functions.revealChunk(gid, cs.chunk(i, index)))
     played.count("claimant", rc)
     chunk = p.events(rc, game, "ChunkRevealed")[0]["args"]["chunk"]
-    posted = {(e["args"]["level"], e["args"]["index"]): (e["args"]["left"], e["args"]["right"])
-              for r in receipts for e in p.events(r, game, "Children") if e["args"]["mover"] == ca.address}
+    logs = game.events.Children().get_logs(from_block=0, argument_filters={"gameId": gid, "mover": ca.address})
+    posted = {(e["args"]["level"], e["args"]["index"]): (e["args"]["left"], e["args"]["right"]) for e in logs}
     return RevealedChunk(index, chunk, sibling_path(posted, index, chunks))
 
 
@@ -138,3 +164,21 @@ def refute(p: Protocol, game: Any, played: Played, counter: LocalAccount, r: Ref
 def decided(p: Protocol, game: Any, receipt: Any) -> dict[str, Any]:
     """The `GameDecided` event's arguments."""
     return dict(p.events(receipt, game, "GameDecided")[0]["args"])
+
+
+def play_game(p: Protocol, game: Any, honest: Trace, claimant: tuple[LocalAccount, StepSide],
+              counter: tuple[LocalAccount, StepSide]) -> tuple[Played, Any]:
+    """A whole game as an honest counter plays it against a cheating claimant: bisect, open, refute (contesting
+    the output and narrowing a dot element when it must); the game and the deciding receipt."""
+    played = open_game(p, game, honest, claimant, counter)
+    bisect(p, game, played, claimant, counter)
+    opened = open_disputed(p, game, played, claimant)
+    r = counter[1].refutation(opened)
+    assert r is not None, "the counter found nothing to refute"
+    if r == CONTEST:
+        r = counter[1].refute_chunk(opened, descend(p, game, played, opened, claimant, counter))
+        assert r is not None
+        if r.function == "challengeDot":
+            refute(p, game, played, counter[0], r)
+            return played, play_dot(p, game, played, opened, r.args[1], claimant, counter)
+    return played, refute(p, game, played, counter[0], r)
