@@ -58,6 +58,7 @@ class StepSide:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self._trees: dict[int, DataTree] = {}
+        self._sums: dict[tuple[int, int], tuple[int, ...]] = {}
 
     @cached_property
     def leaves(self) -> list[bytes]:
@@ -161,7 +162,10 @@ class StepSide:
 
     def dot_sums(self, i: int, element: int) -> tuple[int, ...]:
         """This side's prefix sums of output element `element` of dot op i (partial[k]: the first k + 1 products)."""
-        return dot_partials(self.trace, i, element)
+        sums = self._sums.get((i, element))
+        if sums is None:
+            sums = self._sums[(i, element)] = dot_partials(self.trace, i, element)
+        return sums
 
     def dot_answer(self, i: int, element: int) -> tuple[Any, ...]:
         """The claimant's ``answerDot`` arguments after the game id: the witnesses of its block exponents, its
@@ -174,7 +178,7 @@ class StepSide:
 
     def dot_positions(self, i: int, element: int) -> list[bytes]:
         """Position p of the bisection over prefix sums: the sum of the first p products, as a word."""
-        return [int256(0)] + [int256(v) for v in self.dot_sums(i, element)]
+        return [int256(v) for v in (0, *self.dot_sums(i, element))]
 
     def dot_step(self, opened: OpOpening, element: int, k: int, prev: int, cur: int,
                  blocks: tuple[int, int]) -> tuple[Any, ...]:
