@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
+import {Address} from "@openzeppelin/contracts/utils/Address.sol";
 import {Hashes} from "@openzeppelin/contracts/utils/cryptography/Hashes.sol";
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {IStepGame, OutputReveal} from "./interfaces/IStepGame.sol";
@@ -40,7 +41,6 @@ contract StepGame is IStepGame {
         bytes32 program;
         bytes32 inputs;
         bytes32 opened; // the claimant's leaf of the disputed op
-        bytes32 traceRoot; // the claimant's prefix root holding that leaf (kept through the dot stage)
         uint256 element; // the disputed output element of a dot op
         int256 sum; // the claimant's N for it
         int256 counterSum; // the counter's
@@ -198,11 +198,14 @@ contract StepGame is IStepGame {
     }
 
     /// @notice An output element of the opened (elementwise) op is not what the rule computes from its inputs:
-    ///         `c` opens the op (its slot path in the claimant's prefix root), the input elements and the
-    ///         claimant's output element (`ElementStep.check`).
+    ///         `c` gives the opened op leaf with no path (the referee proves it against the opened leaf's hash as a
+    ///         one-leaf tree), the input elements and the claimant's output element (`ElementStep.check`). The same
+    ///         holds for every `DotMove` below.
     function refuteElement(uint256 gameId, ElementCheck calldata c) external {
-        Game storage s = _refuting(gameId, c.op);
-        (, , bool same) = elements.check(s.g.claimantRoot, c);
+        Game storage s = _counterAt(gameId, Stage.Refute);
+        if (c.op.index != s.g.lo) revert WrongOp(c.op.index, s.g.lo);
+        bytes memory ret = _forward(address(elements), ElementReferee.check.selector, s.opened);
+        (, , bool same) = abi.decode(ret, (uint256, uint256, bool));
         _decide(gameId, s, !same, Reason.WrongElement);
     }
 
@@ -293,7 +296,6 @@ contract StepGame is IStepGame {
         }
         s.element = element;
         s.counterSum = n;
-        s.traceRoot = s.g.claimantRoot;
         s.stage = Stage.DotAnswer;
         s.g.counterToMove = false;
         emit DotChallenged(gameId, element, n);
@@ -315,9 +317,8 @@ contract StepGame is IStepGame {
         Game storage s = _at(gameId, Stage.DotAnswer);
         Bisection.Game storage g = s.g;
         _charge(g, g.claimant);
-        _isOpened(s, m.op);
         if (m.element != s.element) revert NotDisputedElement(m.element, m.blockA, m.blockB);
-        (uint256 length, bool rounds) = dots.answer(s.traceRoot, m, out, outEl, n);
+        (uint256 length, bool rounds) = dots.answer(s.opened, m, out, outEl, n);
         if (!rounds) revert SumDoesNotRound(n);
         s.sum = n;
         s.length = uint64(length);
@@ -349,7 +350,7 @@ contract StepGame is IStepGame {
         }
         _charge(s.g, s.g.counter);
         _isDisputedDot(s, m);
-        _decide(gameId, s, dots.refutesBlock(s.traceRoot, m, w, ofA), Reason.WrongBlock);
+        _decide(gameId, s, dots.refutesBlock(s.opened, m, w, ofA), Reason.WrongBlock);
     }
 
     /// @notice One move of the bisection over prefix sums (`Bisection.move`; roots are the sums as words).
@@ -373,7 +374,8 @@ contract StepGame is IStepGame {
         if (m.step.cur.value != int256(uint256(s.g.claimantRoot)) || _word(prev) != s.g.agreed) {
             revert PartialMismatch(prev, m.step.cur.value);
         }
-        (int256 expected, int256 committed) = dots.step(s.traceRoot, m);
+        bytes memory ret = _forward(address(dots), DotReferee.step.selector, s.opened);
+        (int256 expected, int256 committed) = abi.decode(ret, (int256, int256));
         _decide(gameId, s, expected != committed, Reason.WrongMultiplyAdd);
     }
 
@@ -485,9 +487,9 @@ contract StepGame is IStepGame {
         if (leaf != s.opened) revert NotOpenedOp(leaf, s.opened);
     }
 
-    /// @dev `m` is about the opened op, the disputed element and the claimant's block exponents.
+    /// @dev `m` is about the disputed element and the claimant's block exponents (the referee proves its op is the
+    ///      opened one).
     function _isDisputedDot(Game storage s, DotMove calldata m) private view {
-        _isOpened(s, m.op);
         if (m.element != s.element || m.blockA != s.blockA || m.blockB != s.blockB) {
             revert NotDisputedElement(m.element, m.blockA, m.blockB);
         }
@@ -518,6 +520,14 @@ contract StepGame is IStepGame {
         s.stage = Stage.RevealChunk;
         s.g.counterToMove = false;
         emit ChunkNarrowed(gameId, d.index);
+    }
+
+    /// @dev Call `referee.selector(root, <this call's one struct argument>)`: this call's arguments are
+    ///      (gameId, struct) and the referee's (root, struct), so the ABI bytes after the first word are the same
+    ///      and are passed on as they came, not decoded and encoded again. A revert is passed up as it is.
+    function _forward(address referee, bytes4 selector, bytes32 root) private view returns (bytes memory ret) {
+        (bool ok, bytes memory out) = referee.staticcall(abi.encodePacked(selector, root, msg.data[36:]));
+        ret = Address.verifyCallResult(ok, out);
     }
 
     /// @dev An int256 as the word the bisection compares (two's complement).

@@ -5,7 +5,7 @@ import {DotElementStep} from "../libraries/DotElementStep.sol";
 import {ExactDot} from "../libraries/ExactDot.sol";
 import {TraceProofs} from "../libraries/TraceProofs.sol";
 import {ITraceProofs} from "../interfaces/ITraceProofs.sol";
-import {BlockWitness, DotMove, ElementOpening, TensorRef} from "../types/Trace.sol";
+import {BlockWitness, DotMove, DotStepValues, ElementOpening, TensorRef} from "../types/Trace.sol";
 
 /// @title DotReferee: the checks of a dispute over one element of a matmul / sum / index_sum, as a deployed contract.
 /// @notice A dispute game narrows a dot element to one integer multiply-add of its prefix sums (docs/repro.md
@@ -64,9 +64,15 @@ contract DotReferee {
         return DotElementStep.refutesBlock(uint32(bits), ofA ? m.blockA : m.blockB);
     }
 
-    /// @notice Multiply-add `m.step.k`: the rule's partial[k] from partial[k-1], a_k and b_k, and the committed one.
+    /// @notice Multiply-add `m.step.k` at the block exponents `m.blockA`, `m.blockB`: the rule's partial[k] from
+    ///         partial[k-1], a_k and b_k, and the committed one. The block exponents are not witnessed again (the
+    ///         caller holds them from `answer`), so `m.aMax` and `m.bMax` are unused.
     function step(bytes32 traceRoot, DotMove calldata m) external pure returns (int256 expected, int256 committed) {
-        return DotElementStep.check(traceRoot, m);
+        DotStepValues memory v = TraceProofs.openDotStep(traceRoot, m.op, m.ins, m.rows, m.element, m.step);
+        int256 a = ExactDot.align(uint32(v.aBits), m.blockA);
+        int256 b = ExactDot.align(uint32(v.bBits), m.blockB);
+        expected = ExactDot.mulAdd(v.prev, a, b);
+        committed = v.cur;
     }
 
     /// @notice RNE of N at block exponents (EA, EB): the element a sum gives.

@@ -49,6 +49,12 @@ class Refutation:
     args: tuple[Any, ...]
 
 
+def bare(opened: OpOpening) -> tuple[Any, ...]:
+    """The opened leaf without its path: the referees prove it against the opened leaf's hash (a one-leaf tree)."""
+    return OpOpening(opened.index, opened.code_hash, opened.attrs_hash, opened.inputs, opened.output_root,
+                     ()).as_arg()
+
+
 CONTEST = Refutation("descend", ())  # contest the output: the counter's first descent (its args come from the chain)
 
 
@@ -134,7 +140,7 @@ class StepSide:
         ref = tensor_ref(t, i)
         out = (opened.output_root, ref.dtype, list(ref.shape))
         out_el = (wrong, revealed.index, revealed.chunk, list(revealed.siblings))
-        return Refutation("refuteElement", ((opened.as_arg(), c[1], c[2], out, out_el, c[5]),))
+        return Refutation("refuteElement", ((bare(opened), c[1], c[2], out, out_el, c[5]),))
 
     # ---- the descent into the disputed op's output ----
 
@@ -173,7 +179,7 @@ class StepSide:
         sums = self.dot_sums(i, element)
         m = dot_move(self.trace, i, element, 0, sums)
         at_mid = self.dot_positions(i, element)[midpoint(0, len(sums))] if len(sums) > 1 else bytes(32)
-        return ((self.open_op(i).as_arg(), *m[1:]), tensor_ref(self.trace, i).as_arg(),
+        return ((bare(self.open_op(i)), *m[1:]), tensor_ref(self.trace, i).as_arg(),
                 open_element(self.trace, i, element).as_arg(), sums[-1], at_mid)
 
     def dot_positions(self, i: int, element: int) -> list[bytes]:
@@ -184,7 +190,7 @@ class StepSide:
                  blocks: tuple[int, int]) -> tuple[Any, ...]:
         """The counter's ``refuteDotStep`` move for multiply-add k: a_k and b_k opened in the (agreed) inputs,
         the agreed sum `prev` of k products and the claimant's `cur` of k + 1 in a prefix root of those two
-        leaves, at the claimant's block exponents `blocks`."""
+        leaves, at the claimant's block exponents `blocks` (witnessed with its answer, so none are opened again)."""
         i = opened.index
         m = dot_move(self.trace, i, element, k, blocks=blocks)
         ops = dot_operands(self.trace, i, element, k)
@@ -198,5 +204,6 @@ class StepSide:
             prev_leaf = partial_leaf(k - 1, prev)
             step = DotStep(k, a, b, hash_pair(prev_leaf, cur_leaf), PartialOpening(k - 1, prev, (cur_leaf,)),
                            PartialOpening(k, cur, (prev_leaf,)))
-        return (opened.as_arg(), *m[1:4], step.as_arg(), *m[5:])
+        no_witness = (0, NO_ELEMENT.as_arg())  # the block exponents were witnessed with the claimant's answer
+        return (bare(opened), *m[1:4], step.as_arg(), m[5], m[6], no_witness, no_witness)
 
