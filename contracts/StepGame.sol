@@ -70,6 +70,7 @@ contract StepGame is IStepGame {
         bytes32 pendingLeft; // the children of that node posted by the side not to move
         bytes32 pendingRight;
         uint64 chunks; // leaves of the claimant's output
+        uint64 numel; // its elements
         uint64 index;
         uint8 level; // height above the leaves
         bool contested; // one descent per game
@@ -215,10 +216,12 @@ contract StepGame is IStepGame {
     function _reveal(uint256 gameId, bytes32 outputRoot, OutputReveal calldata out) private {
         bytes32 computed = TraceProofs.tensorRoot(out.dtype, out.shape, out.dataRoot);
         if (computed != outputRoot) revert OutputMismatch(computed, outputRoot);
-        uint256 size = TraceProofs.numel(out.shape) * TraceProofs.itemSize(out.dtype);
+        uint256 numel = TraceProofs.numel(out.shape);
+        uint256 size = numel * TraceProofs.itemSize(out.dtype);
         uint256 chunks = size == 0 ? 1 : (size + TraceProofs.CHUNK_BYTES - 1) / TraceProofs.CHUNK_BYTES;
         Descent storage d = _descents[gameId];
         d.chunks = uint64(chunks);
+        d.numel = uint64(numel);
         d.claimantNode = out.dataRoot;
         uint8 top;
         while (_width(chunks, top) > 1) ++top;
@@ -294,6 +297,9 @@ contract StepGame is IStepGame {
         if (code != TraceProofs.MATMUL && code != TraceProofs.SUM && code != TraceProofs.INDEX_SUM) {
             revert NotDotOp(code);
         }
+        // INVARIANT: the claimant is asked only about an element its committed output has (else it could not answer).
+        uint256 numel = _descents[gameId].numel;
+        if (element >= numel) revert NoSuchElement(element, numel);
         s.element = element;
         s.counterSum = n;
         s.stage = Stage.DotAnswer;

@@ -74,6 +74,8 @@ interface IStepGame {
     error NotNamedInput(bytes32 codeHash);
     /// @notice The refutation shows the claimant's op is right in this respect.
     error NotRefuted(uint256 gameId, Reason reason);
+    /// @notice The element is not one of the `numel` elements of the claimant's revealed output.
+    error NoSuchElement(uint256 element, uint256 numel);
     /// @notice The opened op is not a matmul, sum or index_sum.
     error NotDotOp(bytes32 codeHash);
     /// @notice The dot move is about another element, or other block exponents, than the claimant answered with.

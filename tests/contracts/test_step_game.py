@@ -263,6 +263,8 @@ def test_a_dot_answer_must_round_to_the_committed_element(proto: Protocol, game:
     played, opened = play_to_refutation(p, game, cheat, StepSide(honest()))
     gid = played.game_id
     cheat_n = cheat.dot_sums(i, MATMUL_ELEMENT)[-1]
+    # Only an element of the claimant's committed output (16 x 16) can be asked about: it could answer no other.
+    expect(p, "NoSuchElement", a[3], game.functions.challengeDot(gid, opened.as_arg(), 256, cheat_n))
     p.tx(a[3], game.functions.challengeDot(gid, opened.as_arg(), MATMUL_ELEMENT, cheat_n))  # a counter that agrees
     m, out, el, n, mid = cheat.dot_answer(i, MATMUL_ELEMENT)
     honest_n = StepSide(honest()).dot_sums(i, MATMUL_ELEMENT)[-1]
