@@ -346,6 +346,19 @@ contract StepGame is IStepGame {
         emit DotMoved(gameId, msg.sender, g.lo, g.hi);
     }
 
+    /// @notice The claimant shows that entry `w` of the disputed element's row of A (`ofA`) or column of B is a NaN
+    ///         or an infinity. The element then follows the non-finite rule (docs/repro.md section 2, step 6), which
+    ///         the contract does not decide yet: the game ends without a decision (nobody wins or loses), rather
+    ///         than with an honest claimant unable to answer.
+    function declareNonFinite(uint256 gameId, DotMove calldata m, BlockWitness calldata w, bool ofA) external {
+        Game storage s = _at(gameId, Stage.DotAnswer);
+        _charge(s.g, s.g.claimant);
+        if (m.element != s.element) revert NotDisputedElement(m.element, m.blockA, m.blockB);
+        if (!dots.nonFinite(s.opened, m, w, ofA)) revert FiniteEntry(w.k);
+        s.stage = Stage.Decided;
+        emit GameDecided(gameId, address(0), address(0), Reason.NonFiniteDot);
+    }
+
     /// @notice An entry `w` of the row of A (`ofA`) or column of B has an exponent field above the claimant's block
     ///         exponent for it: the claimant aligned with a block exponent that is not the maximum. Open to the
     ///         counter on any of its turns once the claimant answered.

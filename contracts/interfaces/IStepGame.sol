@@ -44,7 +44,8 @@ interface IStepGame {
         WrongNamedInput,
         WrongElement,
         WrongBlock,
-        WrongMultiplyAdd
+        WrongMultiplyAdd,
+        NonFiniteDot
     }
 
     /// @notice A caller other than the opener (the contract that bound the two traces' roots) opened a game.
@@ -80,6 +81,8 @@ interface IStepGame {
     error NotDotOp(bytes32 codeHash);
     /// @notice The dot move is about another element, or other block exponents, than the claimant answered with.
     error NotDisputedElement(uint256 element, uint256 blockA, uint256 blockB);
+    /// @notice The entry shown is finite: the disputed element follows the finite rule, and the claimant answers it.
+    error FiniteEntry(uint256 k);
     /// @notice The claimant's sum N does not round to its committed element at its block exponents.
     error SumDoesNotRound(int256 n);
     /// @notice The prefix sums given are not the agreed one at `lo` and the claimant's at `lo + 1`.
@@ -142,7 +145,7 @@ interface IStepGame {
     event DotMoved(uint256 indexed gameId, address indexed mover, uint64 lo, uint64 hi);
     /// @notice The prefix sums were narrowed to multiply-add `k`; the counter proves it wrong next or loses.
     event MultiplyAddNarrowed(uint256 indexed gameId, uint256 k);
-    /// @notice The game was decided.
+    /// @notice The game was decided (`winner` and `loser` zero: no decision, see `Reason.NonFiniteDot`).
     event GameDecided(uint256 indexed gameId, address indexed winner, address indexed loser, Reason reason);
 
     /// @notice A side's clock, the side to move and its deadline.

@@ -3,6 +3,7 @@ pragma solidity ^0.8.24;
 
 import {DotElementStep} from "../libraries/DotElementStep.sol";
 import {ExactDot} from "../libraries/ExactDot.sol";
+import {Float32} from "../libraries/Float32.sol";
 import {TraceProofs} from "../libraries/TraceProofs.sol";
 import {ITraceProofs} from "../interfaces/ITraceProofs.sol";
 import {BlockWitness, DotMove, DotStepValues, ElementOpening, TensorRef} from "../types/Trace.sol";
@@ -43,6 +44,31 @@ contract DotReferee {
         BlockWitness calldata w,
         bool ofA
     ) external pure returns (bool) {
+        (bool fixedOne, uint256 bits) = _entry(traceRoot, m, w, ofA);
+        return !fixedOne && DotElementStep.refutesBlock(uint32(bits), ofA ? m.blockA : m.blockB);
+    }
+
+    /// @notice Whether entry `w` of the disputed element's row of A (`ofA`) or column of B is a NaN or an infinity:
+    ///         then the element follows the non-finite rule (docs/repro.md section 2, step 6), not the rounding of
+    ///         a sum.
+    function nonFinite(
+        bytes32 traceRoot,
+        DotMove calldata m,
+        BlockWitness calldata w,
+        bool ofA
+    ) external pure returns (bool) {
+        (bool fixedOne, uint256 bits) = _entry(traceRoot, m, w, ofA);
+        return !fixedOne && !Float32.isFinite(uint32(bits));
+    }
+
+    /// @dev Entry `w.k` of the element's row of A (`ofA`) or column of B, proven in the op's committed input; or
+    ///      `fixedOne` for a sum's column of ones and an index_sum's one-hot row, which are never opened.
+    function _entry(
+        bytes32 traceRoot,
+        DotMove calldata m,
+        BlockWitness calldata w,
+        bool ofA
+    ) private pure returns (bool fixedOne, uint256 bits) {
         TraceProofs.dotLength(traceRoot, m.op, m.ins, m.rows, m.element);
         bytes32 code = m.op.codeHash;
         uint256 index;
@@ -51,17 +77,16 @@ contract DotReferee {
             (uint256 ai, uint256 bi, ) = TraceProofs.matmulOperands(m.ins[0].shape, m.ins[1].shape, m.element, w.k);
             (index, input) = ofA ? (ai, 0) : (bi, 1);
         } else if (code == TraceProofs.SUM) {
-            if (!ofA) return false; // a sum's B is ones: block 127, fixed by `witness`
+            if (!ofA) return (true, 0);
             uint256 dim = m.op.attrsHash == TraceProofs.SUM_DIM1 ? 1 : 0;
             (index, ) = TraceProofs.sumOperand(m.ins[0].shape, dim, m.element, w.k);
         } else {
-            if (ofA) return false; // an index_sum's one-hot rows: block 127, fixed by `witness`
+            if (ofA) return (true, 0);
             (, index, ) = TraceProofs.indexSumOperands(m.ins[0].shape, m.ins[1].shape, m.rows, m.element, w.k);
             input = 1;
         }
         if (w.opening.element != index) revert ITraceProofs.WrongOperand(w.opening.element, index);
-        uint256 bits = TraceProofs.elementBits(m.ins[input], w.opening);
-        return DotElementStep.refutesBlock(uint32(bits), ofA ? m.blockA : m.blockB);
+        bits = TraceProofs.elementBits(m.ins[input], w.opening);
     }
 
     /// @notice Multiply-add `m.step.k` at the block exponents `m.blockA`, `m.blockB`: the rule's partial[k] from

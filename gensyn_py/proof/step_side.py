@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from gensyn_py.chain.bisection import Move, midpoint, next_move
 from gensyn_py.crypto.merkle import hash_pair
 from gensyn_py.proof.descent import DataTree, RevealedChunk
@@ -181,6 +183,22 @@ class StepSide:
         at_mid = self.dot_positions(i, element)[midpoint(0, len(sums))] if len(sums) > 1 else bytes(32)
         return ((bare(self.open_op(i)), *m[1:]), tensor_ref(self.trace, i).as_arg(),
                 open_element(self.trace, i, element).as_arg(), sums[-1], at_mid)
+
+    def non_finite(self, i: int, element: int) -> tuple[Any, ...] | None:
+        """The claimant's ``declareNonFinite`` arguments after the game id when the element's row of A or column of B
+        holds a NaN or an infinity (the non-finite rule, not on-chain yet); None for a finite element."""
+        n = len(self.dot_sums(i, element))
+        for k in range(n):
+            ops = dot_operands(self.trace, i, element, k)
+            sides = [(True, ops.a_tensor, ops.a_index)] if self.trace.ops[i].code != "index_sum" else []
+            if ops.b_tensor is not None and ops.b_index is not None:
+                sides.append((False, ops.b_tensor, ops.b_index))
+            for of_a, tensor, index in sides:
+                if not np.isfinite(self.trace.values[tensor].reshape(-1)[index]):
+                    m = dot_move(self.trace, i, element, 0)
+                    witness = (k, open_element(self.trace, tensor, index).as_arg())
+                    return ((bare(self.open_op(i)), *m[1:]), witness, of_a)
+        return None
 
     def dot_positions(self, i: int, element: int) -> list[bytes]:
         """Position p of the bisection over prefix sums: the sum of the first p products, as a word."""

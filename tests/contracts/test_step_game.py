@@ -17,15 +17,17 @@ import math
 from functools import cache, cached_property
 from typing import Any
 
+import numpy as np
 import pytest
 
 from gensyn_py.crypto.hashing import keccak256, uint256
 from gensyn_py.proof.descent import RevealedChunk
-from gensyn_py.proof.onchain_trace import OpOpening, open_op
+from gensyn_py.proof.onchain_trace import OpOpening, open_element, open_op
 from gensyn_py.proof.op_prefix import prefix_roots, slot_path
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.step_side import CONTEST, StepSide
 from gensyn_py.proof.trace import Trace, TraceOp, attrs_hash
+from gensyn_py.repro import reference as R
 from tests.contracts.helpers import Protocol
 from tests.contracts.step_game_play import (
     CLOCK,
@@ -44,7 +46,8 @@ from tests.contracts.test_element_step import traced
 from tests.contracts.test_registry import expect
 
 OPS, OPEN_OP, REFUTE, DESCEND, REVEAL_CHUNK, DOT_ANSWER, DOT_CHALLENGE, DOT_BISECT, DOT_STEP, DECIDED = range(1, 11)
-TIMEOUT, WRONG_PROGRAM, WRONG_INPUT_ROOT, WRONG_NAMED_INPUT, WRONG_ELEMENT, WRONG_BLOCK, WRONG_MULTIPLY_ADD = range(7)
+(TIMEOUT, WRONG_PROGRAM, WRONG_INPUT_ROOT, WRONG_NAMED_INPUT, WRONG_ELEMENT, WRONG_BLOCK, WRONG_MULTIPLY_ADD,
+ NON_FINITE_DOT) = range(8)
 
 
 @cache
@@ -278,6 +281,39 @@ def test_a_dot_answer_must_round_to_the_committed_element(proto: Protocol, game:
     expect(p, "NotRefuted", a[3], game.functions.refuteBlock(gid, m, m[7], True))
     p.advance(CLOCK + 1)
     assert decided(p, game, p.tx(a[9], game.functions.timeout(gid)))["winner"] == a[2].address
+
+
+def test_an_honest_claimant_whose_dot_element_is_non_finite_ends_the_game_undecided(
+    proto: Protocol, game: Any
+) -> None:
+    """The non-finite rule is not on-chain: an honest claimant asked about an element whose row holds an infinity
+    shows that entry and the game ends with no decision, instead of the claimant losing on time."""
+    p, a = proto, proto.accounts
+    i = first("matmul")
+    x, w = honest().ops[i].inputs
+    values = list(honest().values)
+    values[x] = values[x].copy()
+    values[x][0, 3] = np.inf  # row 0 of A: output elements 0..15 follow the non-finite rule
+    values[i] = np.asarray(R.execute("matmul", [values[x], values[w]], ()), np.float32)
+    base = Trace(list(honest().ops), values, dict(honest().outputs))
+    claimant, liar = StepSide(base), StepSide(flipped(base, i, MATMUL_ELEMENT))
+    played = open_game(p, game, base, (a[2], claimant), (a[3], liar))
+    bisect(p, game, played, (a[2], claimant), (a[3], liar))
+    assert played.op == i
+    opened = open_disputed(p, game, played, (a[2], claimant))
+    r = liar.refute_chunk(opened, descend(p, game, played, opened, (a[2], claimant), (a[3], liar)))
+    assert r is not None and r.function == "challengeDot" and r.args[1] == MATMUL_ELEMENT
+    refute(p, game, played, a[3], r)
+    assert claimant.non_finite(i, 17) is None  # row 1 is finite: that element would be answered
+    declared = claimant.non_finite(i, MATMUL_ELEMENT)
+    assert declared is not None and declared[1][0] == 3 and declared[2] is True
+    m, witness, of_a = declared
+    finite = (0, open_element(base, x, 0).as_arg())
+    expect(p, "FiniteEntry", a[2], game.functions.declareNonFinite(played.game_id, m, finite, True))
+    out = decided(p, game, p.tx(a[2], game.functions.declareNonFinite(played.game_id, m, witness, of_a)))
+    zero = "0x" + "00" * 20
+    assert (out["winner"], out["loser"], out["reason"]) == (zero, zero, NON_FINITE_DOT)
+    assert game.functions.gameOf(played.game_id).call()[0] == DECIDED
 
 
 def test_a_dot_challenge_of_an_elementwise_op_reverts(proto: Protocol, game: Any) -> None:
