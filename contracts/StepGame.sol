@@ -9,7 +9,8 @@ import {Bisection} from "./libraries/Bisection.sol";
 import {TraceProofs} from "./libraries/TraceProofs.sol";
 import {DotReferee} from "./referee/DotReferee.sol";
 import {ElementReferee} from "./referee/ElementReferee.sol";
-import {BlockWitness, DotMove, ElementCheck, ElementOpening, OpOpening, TensorRef} from "./types/Trace.sol";
+import {MoveReferee} from "./referee/MoveReferee.sol";
+import {BlockWitness, DotMove, ElementCheck, ElementOpening, MoveCheck, OpOpening, TensorRef} from "./types/Trace.sol";
 
 /// @title StepGame: one traced repro step, two traces, the contract decides which is wrong at their first difference.
 /// @notice Stage (b) of docs/dispute-game.md and its last move. A game's opener (the contract that bound both
@@ -59,6 +60,8 @@ contract StepGame is IStepGame {
     ElementReferee public immutable elements;
     /// @notice The referee of a dot element's answer, block exponents and one multiply-add.
     DotReferee public immutable dots;
+    /// @notice The referee of one element of a data-movement or constant op.
+    MoveReferee public immutable moves;
     /// @notice Games opened so far; ids run from 1.
     uint256 public gameCount;
     mapping(uint256 => Game) internal _games;
@@ -77,11 +80,12 @@ contract StepGame is IStepGame {
     }
     mapping(uint256 => Descent) internal _descents;
 
-    constructor(address opener_, uint64 clock_, ElementReferee elements_, DotReferee dots_) {
+    constructor(address opener_, uint64 clock_, ElementReferee elements_, DotReferee dots_, MoveReferee moves_) {
         opener = opener_;
         clock = clock_;
         elements = elements_;
         dots = dots_;
+        moves = moves_;
     }
 
     // ---- opening and the bisection ----
@@ -208,6 +212,17 @@ contract StepGame is IStepGame {
         bytes memory ret = _forward(address(elements), ElementReferee.check.selector, s.opened);
         (, , bool same) = abi.decode(ret, (uint256, uint256, bool));
         _decide(gameId, s, !same, Reason.WrongElement);
+    }
+
+    /// @notice An output element of the opened data-movement or constant op (`reshape`, `t`, `narrow`, `const`,
+    ///         `zeros`) is not the input element it copies, or not the constant (`MoveReferee.check`; the op leaf
+    ///         given with no path, as for `refuteElement`).
+    function refuteMove(uint256 gameId, MoveCheck calldata c) external {
+        Game storage s = _counterAt(gameId, Stage.Refute);
+        if (c.op.index != s.g.lo) revert WrongOp(c.op.index, s.g.lo);
+        bytes memory ret = _forward(address(moves), MoveReferee.check.selector, s.opened);
+        (, , bool same) = abi.decode(ret, (uint256, uint256, bool));
+        _decide(gameId, s, !same, Reason.WrongMove);
     }
 
     // ---- the output: a descent to one chunk where the claimant's output differs from the counter's ----

@@ -45,7 +45,8 @@ interface IStepGame {
         WrongElement,
         WrongBlock,
         WrongMultiplyAdd,
-        NonFiniteDot
+        NonFiniteDot,
+        WrongMove
     }
 
     /// @notice A caller other than the opener (the contract that bound the two traces' roots) opened a game.

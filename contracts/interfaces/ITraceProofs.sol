@@ -39,6 +39,9 @@ interface ITraceProofs {
     error BadAttributes(bytes32 attrsHash);
     /// @notice Thrown when the output header given is not the op leaf's output, or not of the op's dtype.
     error OutputMismatch(uint256 index);
+    /// @notice Thrown when a move check is asked of an op `MoveReferee` does not decide, or its input, output or
+    ///         attributes do not fit the op.
+    error BadMove(bytes32 codeHash);
     /// @notice Thrown when a claimed block exponent is not the exponent field `found` of its witness entry.
     error BlockNotReached(uint256 claimed, uint256 found);
 }

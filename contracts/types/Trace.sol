@@ -98,3 +98,16 @@ struct DotMove {
     BlockWitness aMax;
     BlockWitness bMax;
 }
+
+/// @notice The last move over one element of a data-movement or constant op (`MoveReferee.check`): the op leaf,
+///         its one input's header and the input element the output element is a copy of (unused for a constant),
+///         the output header and element, narrow's (dim, start, length) and a constant's value as a double.
+struct MoveCheck {
+    OpOpening op;
+    TensorRef input;
+    ElementOpening inEl;
+    TensorRef out;
+    ElementOpening outEl;
+    uint256[] ints;
+    uint64 value;
+}

@@ -54,7 +54,10 @@ class DataTree:
         return below[2 * index], below[2 * index + 1]
 
     def move(self, level: int, index: int, pending: tuple[bytes, bytes]) -> tuple[bytes, bytes, bytes, bytes]:
-        """``descend``'s arguments: this side's children here and of the child where they first differ."""
+        """``descend``'s arguments: this side's children here and of the child where they first differ (zeros at
+        a tree of one chunk, where the contract goes straight to the chunk)."""
+        if level == 0:
+            return ZERO, ZERO, ZERO, ZERO
         mine = self.children(level, index)
         right = mine[0] == pending[0]
         level, index = pass_promoted(self.chunks, level - 1, 2 * index + int(right))

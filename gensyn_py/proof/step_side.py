@@ -30,6 +30,7 @@ from gensyn_py.proof.onchain_trace import (
     dot_move,
     dot_operands,
     dot_partials,
+    double_bits,
     element_check,
     open_element,
     open_op,
@@ -40,6 +41,7 @@ from gensyn_py.proof.prefix_sums import PartialOpening, int256, partial_leaf
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.tensor_commit import CHUNK, chunk_of
 from gensyn_py.proof.trace import Trace
+from gensyn_py.repro import reference as R
 from gensyn_py.repro.opset import ELEMENTWISE
 
 
@@ -58,6 +60,7 @@ def bare(opened: OpOpening) -> tuple[Any, ...]:
 
 
 CONTEST = Refutation("descend", ())  # contest the output: the counter's first descent (its args come from the chain)
+MOVES = frozenset(["const", "zeros", "reshape", "t", "narrow"])  # what `MoveReferee` decides
 
 
 class StepSide:
@@ -118,7 +121,7 @@ class StepSide:
                 at_prefix = OpOpening(p, producer.code_hash, producer.attrs_hash, producer.inputs,
                                       producer.output_root, tuple(slot_path(self.leaves, p, i, self.depth)))
                 return Refutation("refuteInputRoot", (opened.as_arg(), j, at_prefix.as_arg()))
-        decidable = t.ops[i].code in ELEMENTWISE or t.ops[i].code in DOT_OPS
+        decidable = t.ops[i].code in ELEMENTWISE or t.ops[i].code in DOT_OPS or t.ops[i].code in MOVES
         if decidable and t.tensor_roots[i] != opened.output_root:
             return CONTEST
         return None
@@ -138,11 +141,30 @@ class StepSide:
             return None
         if t.ops[i].code in DOT_OPS:
             return Refutation("challengeDot", (opened.as_arg(), wrong, self.dot_sums(i, wrong)[-1]))
-        c = element_check(t, i, wrong)
         ref = tensor_ref(t, i)
         out = (opened.output_root, ref.dtype, list(ref.shape))
         out_el = (wrong, revealed.index, revealed.chunk, list(revealed.siblings))
+        if t.ops[i].code in MOVES:
+            return Refutation("refuteMove", (self._move_check(opened, wrong, out, out_el),))
+        c = element_check(t, i, wrong)
         return Refutation("refuteElement", ((bare(opened), c[1], c[2], out, out_el, c[5]),))
+
+    def _move_check(self, opened: OpOpening, element: int, out: tuple[Any, ...], out_el: tuple[Any, ...]
+                    ) -> tuple[Any, ...]:
+        """The `MoveCheck` of output element `element` of a movement or constant op: the input element it copies
+        (found by running the op on the input's flat positions), narrow's attributes, a constant's value."""
+        op = self.trace.ops[opened.index]
+        none: tuple[bytes, int, list[int]] = (bytes(32), 0, [])  # no input: a TensorRef of nothing
+        if op.code in ("const", "zeros"):
+            value = double_bits(float(op.attrs[0])) if op.code == "const" else 0
+            return (bare(opened), none, NO_ELEMENT.as_arg(), out, out_el, [], value)
+        (j,) = op.inputs
+        x = self.trace.values[j]
+        positions = np.arange(x.size, dtype=np.int64).reshape(x.shape)
+        source = int(np.asarray(R.execute(op.code, [positions], op.attrs)).reshape(-1)[element])
+        ints = [int(v) for v in op.attrs] if op.code == "narrow" else []
+        return (bare(opened), tensor_ref(self.trace, j).as_arg(), open_element(self.trace, j, source).as_arg(),
+                out, out_el, ints, 0)
 
     # ---- the descent into the disputed op's output ----
 

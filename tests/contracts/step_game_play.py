@@ -29,8 +29,9 @@ CLOCK = 3600  # seconds per side over a whole game
 def deploy_step_game(p: Protocol, clock: int = CLOCK) -> Any:
     referee = deploy_artifact(p.w3, p.deployer, p.artifacts["ElementReferee"])
     dots = deploy_artifact(p.w3, p.deployer, p.artifacts["DotReferee"])
+    moves = deploy_artifact(p.w3, p.deployer, p.artifacts["MoveReferee"])
     return deploy_artifact(p.w3, p.deployer, p.artifacts["StepGame"], p.deployer.address, clock, referee.address,
-                           dots.address)
+                           dots.address, moves.address)
 
 
 def flipped(t: Trace, i: int, element: int) -> Trace:

@@ -22,7 +22,7 @@ import pytest
 
 from gensyn_py.crypto.hashing import keccak256, uint256
 from gensyn_py.proof.descent import RevealedChunk
-from gensyn_py.proof.onchain_trace import OpOpening, open_element, open_op
+from gensyn_py.proof.onchain_trace import OpOpening, open_element, open_op, tensor_ref
 from gensyn_py.proof.op_prefix import prefix_roots, slot_path
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.step_side import CONTEST, StepSide
@@ -44,10 +44,11 @@ from tests.contracts.step_game_play import (
 )
 from tests.contracts.test_element_step import traced
 from tests.contracts.test_registry import expect
+from tests.contracts.test_trace_proofs import reverts
 
 OPS, OPEN_OP, REFUTE, DESCEND, REVEAL_CHUNK, DOT_ANSWER, DOT_CHALLENGE, DOT_BISECT, DOT_STEP, DECIDED = range(1, 11)
 (TIMEOUT, WRONG_PROGRAM, WRONG_INPUT_ROOT, WRONG_NAMED_INPUT, WRONG_ELEMENT, WRONG_BLOCK, WRONG_MULTIPLY_ADD,
- NON_FINITE_DOT) = range(8)
+ NON_FINITE_DOT, WRONG_MOVE) = range(9)
 
 
 @cache
@@ -152,6 +153,53 @@ def test_one_flipped_bit_in_one_elementwise_op_is_pinpointed_and_decided_by_the_
     # Decided is final: no side moves again, and nobody can time it out.
     expect(p, "WrongStage", a[3], game.functions.refuteElement(played.game_id, r.args[0]))
     expect(p, "WrongStage", a[9], game.functions.timeout(played.game_id))
+
+
+@pytest.mark.parametrize(("code", "after", "element"), [("reshape", 20, 9), ("t", 0, 33), ("narrow", 0, 100),
+                                                     ("const", 20, 0)])
+def test_one_flipped_bit_in_a_copy_or_a_constant_is_decided_by_the_contract(
+    proto: Protocol, game: Any, code: str, after: int, element: int
+) -> None:
+    p, a = proto, proto.accounts
+    i = first(code, after=after)
+    cheat, counter = StepSide(flipped(honest(), i, element)), StepSide(honest())
+    played, opened = play_to_refutation(p, game, cheat, counter)
+    assert played.op == i
+    r = counter.refute_chunk(opened, contested(p, game, played, opened, cheat, counter))
+    assert r is not None and r.function == "refuteMove"
+    if code == "narrow":  # its (dim, start, length) must be the committed attributes
+        move = list(r.args[0])
+        move[5] = [move[5][0], move[5][1] + 1, move[5][2]]
+        expect(p, "BadAttributes", a[3], game.functions.refuteMove(played.game_id, tuple(move)))
+    if code != "const":  # the input element opened must be the one the op copies
+        move = list(r.args[0])
+        move[2] = open_element(honest(), honest().ops[i].inputs[0], (move[2][0] + 1) % 16).as_arg()
+        expect(p, "WrongOperand", a[3], game.functions.refuteMove(played.game_id, tuple(move)))
+    out = decided(p, game, refute(p, game, played, a[3], r))
+    assert (out["winner"], out["reason"]) == (a[3].address, WRONG_MOVE)
+
+
+def test_an_honest_copy_survives_a_counter_that_lies_about_it(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    i = first("t")
+    liar = StepSide(flipped(honest(), i, 33))
+    played, opened = play_to_refutation(p, game, StepSide(honest()), liar)
+    r = liar.refute_chunk(opened, contested(p, game, played, opened, StepSide(honest()), liar))
+    assert r is not None and r.function == "refuteMove"
+    expect(p, "NotRefuted", a[3], game.functions.refuteMove(played.game_id, *r.args))
+    p.advance(CLOCK + 1)
+    assert decided(p, game, p.tx(a[9], game.functions.timeout(played.game_id)))["winner"] == a[2].address
+
+
+def test_the_move_referee_refuses_an_op_it_does_not_decide(proto: Protocol, game: Any) -> None:
+    """`permute` is a copy too, but not one `MoveReferee` maps yet: asked about it, it refuses by name."""
+    p = proto
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = Trace([TraceOp("input", (), ("x",)), TraceOp("permute", (0,), ((1, 0),))], [x, x.T.copy()])
+    move = (open_op(t, 1).as_arg(), tensor_ref(t, 0).as_arg(), open_element(t, 0, 1).as_arg(),
+            tensor_ref(t, 1).as_arg(), open_element(t, 1, 2).as_arg(), [], 0)
+    referee = p.w3.eth.contract(address=game.functions.moves().call(), abi=p.artifacts["MoveReferee"]["abi"])
+    assert reverts(p.errors, referee.functions.check(t.root, move)) == "BadMove"
 
 
 def test_right_numbers_from_the_wrong_wiring_lose_against_the_program(proto: Protocol, game: Any) -> None:
