@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +13,7 @@ from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.table import Table
 
+from gensyn_py.cli.interrupt import wait_for_ctrl_c
 from gensyn_py.config import Settings
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def demo(settings: Settings, keep: Path | None, store: str | None) -> None:
         if keep is not None:  # the report now, then the chain and the explorer stay up until Ctrl-C
             report(console, result, time.perf_counter() - started, workdir)
             console.print(f"[bold]explorer[/] still serving at {explorer.url}, the chain at {net.url}; Ctrl-C stops")
-            threading.Event().wait()
+            wait_for_ctrl_c()
     except KeyboardInterrupt:
         if result is None:
             console.print("[yellow]interrupted: stopping every process this demo started[/]")

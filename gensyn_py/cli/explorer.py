@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import click
 
+from gensyn_py.cli.interrupt import wait_for_ctrl_c
 from gensyn_py.config import Settings
 
 
@@ -31,6 +31,6 @@ def explorer(settings: Settings, host: str, port: int, db_path: Path, store: str
     with server:
         click.echo(f"explorer: {server.url}  (indexed to block {server.indexer.next_block - 1}; Ctrl-C stops)")
         try:
-            threading.Event().wait()
+            wait_for_ctrl_c()
         except KeyboardInterrupt:
             click.echo("explorer: stopping")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from gensyn_py.explorer.indexer import Indexer
 from gensyn_py.storage.base import ContentStore
 
 log = logging.getLogger(__name__)
+STOP_SECONDS = 10.0  # how long stopping waits for the serving threads, all together
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -123,8 +125,9 @@ class ExplorerServer:
             self.indexer.changed.notify_all()
         if self._server is not None:
             self._server.should_exit = True
+        deadline = time.monotonic() + STOP_SECONDS  # one bound for all threads: Ctrl-C stops within it
         for t in self._threads:
-            t.join(timeout=10)
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
         self._threads.clear()
 
     def __enter__(self) -> ExplorerServer:
