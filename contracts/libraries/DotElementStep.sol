@@ -23,8 +23,16 @@ library DotElementStep {
     /// @notice Prove step `m.step.k` of `m` in `traceRoot` and its block exponents; return the multiply-add the
     ///         rule gives and the committed partial[k] (the mover's prefix root's). Equal: the step is right.
     function check(bytes32 traceRoot, DotMove calldata m) internal pure returns (int256 expected, int256 committed) {
-        DotStepValues memory v = TraceProofs.openDotStep(traceRoot, m.op, m.ins, m.rows, m.element, m.step);
+        (expected, committed) = multiplyAdd(traceRoot, m);
         witness(m);
+    }
+
+    /// @notice `check` without the block exponents' witnesses, for a caller that already holds them proven.
+    function multiplyAdd(
+        bytes32 traceRoot,
+        DotMove calldata m
+    ) internal pure returns (int256 expected, int256 committed) {
+        DotStepValues memory v = TraceProofs.openDotStep(traceRoot, m.op, m.ins, m.rows, m.element, m.step);
         int256 a = ExactDot.align(uint32(v.aBits), m.blockA);
         int256 b = ExactDot.align(uint32(v.bBits), m.blockB);
         expected = ExactDot.mulAdd(v.prev, a, b);

@@ -6,7 +6,7 @@ import {ExactDot} from "../libraries/ExactDot.sol";
 import {Float32} from "../libraries/Float32.sol";
 import {TraceProofs} from "../libraries/TraceProofs.sol";
 import {ITraceProofs} from "../interfaces/ITraceProofs.sol";
-import {BlockWitness, DotMove, DotStepValues, ElementOpening, TensorRef} from "../types/Trace.sol";
+import {BlockWitness, DotMove, ElementOpening, TensorRef} from "../types/Trace.sol";
 
 /// @title DotReferee: the checks of a dispute over one element of a matmul / sum / index_sum, as a deployed contract.
 /// @notice A dispute game narrows a dot element to one integer multiply-add of its prefix sums (docs/repro.md
@@ -93,11 +93,7 @@ contract DotReferee {
     ///         partial[k-1], a_k and b_k, and the committed one. The block exponents are not witnessed again (the
     ///         caller holds them from `answer`), so `m.aMax` and `m.bMax` are unused.
     function step(bytes32 traceRoot, DotMove calldata m) external pure returns (int256 expected, int256 committed) {
-        DotStepValues memory v = TraceProofs.openDotStep(traceRoot, m.op, m.ins, m.rows, m.element, m.step);
-        int256 a = ExactDot.align(uint32(v.aBits), m.blockA);
-        int256 b = ExactDot.align(uint32(v.bBits), m.blockB);
-        expected = ExactDot.mulAdd(v.prev, a, b);
-        committed = v.cur;
+        return DotElementStep.multiplyAdd(traceRoot, m);
     }
 
     /// @notice RNE of N at block exponents (EA, EB): the element a sum gives.

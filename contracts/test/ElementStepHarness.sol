@@ -2,10 +2,11 @@
 pragma solidity ^0.8.24;
 
 import {ElementStep} from "../libraries/ElementStep.sol";
-import {ElementCheck} from "../types/Trace.sol";
+import {ElementReferee} from "../referee/ElementReferee.sol";
 
-/// @title ElementStepHarness: the ElementStep library behind external functions, for tests and gas figures.
-contract ElementStepHarness {
+/// @title ElementStepHarness: the ElementStep library behind external functions, for tests and gas figures
+///        (`check` is the deployed referee's, inherited).
+contract ElementStepHarness is ElementReferee {
     /// @notice `ElementStep.compute` over a batch: row i of `x` holds op `code`'s input bits for case i.
     function computeBatch(
         bytes32 code,
@@ -32,15 +33,5 @@ contract ElementStepHarness {
     /// @notice `ElementStep.hexDouble` and `ElementStep.toFloat32`.
     function double(uint64 d) external pure returns (string memory, uint32) {
         return (string(ElementStep.hexDouble(d)), ElementStep.toFloat32(d));
-    }
-
-    /// @notice `ElementStep.check`, plus whether the committed output is the recomputed one.
-    function check(
-        bytes32 traceRoot,
-        ElementCheck calldata c
-    ) external pure returns (uint256 expected, uint256 committed, bool same) {
-        uint256 dtype;
-        (expected, committed, dtype) = ElementStep.check(traceRoot, c);
-        same = ElementStep.same(dtype, expected, committed);
     }
 }
