@@ -92,26 +92,29 @@ def check_labels(spec: JobSpec, dataset: Dataset) -> None:
 
 
 def check_shape(spec: JobSpec, unit: Unit, num_segments: int | None, params: JobParams | None) -> None:
-    """The on-chain job (and this unit of it) has the spec's shape."""
+    """The on-chain job (and this unit of it) has the spec's shape.
+
+    The job's own shape comes before the unit's place in it: a job whose chain shape differs from its spec is
+    refused for that reason whichever of its units a node looks at first (a unit beyond the spec's rounds or
+    shards is only a symptom of it)."""
+    if num_segments is not None and unit.shard != AGGREGATION_SHARD and num_segments != spec.num_segments:
+        raise UnfitJob(f"the pool counts {num_segments} segments per unit, the spec {spec.num_segments}")
+    if params is not None:
+        from gensyn_py.types import DEVICE_CLASSES
+
+        pairs = {
+            "rounds": (params.rounds, spec.rounds), "shards": (params.shards, spec.shards),
+            "stepsPerUnit": (params.steps_per_unit, spec.steps_per_unit),
+            "checkpointInterval": (params.checkpoint_interval, spec.checkpoint_interval),
+            "deviceClass": (params.device_class, DEVICE_CLASSES[spec.hardware.device_class]),
+        }
+        for name, (chain, declared) in pairs.items():
+            if chain != declared:
+                raise UnfitJob(f"on-chain {name} is {chain}, the spec says {declared}")
     if unit.round >= spec.rounds:
         raise UnfitJob(f"unit round {unit.round} is outside the spec's {spec.rounds} rounds")
     if unit.shard != AGGREGATION_SHARD and unit.shard >= spec.shards:
         raise UnfitJob(f"unit shard {unit.shard} is outside the spec's {spec.shards} shards")
-    if num_segments is not None and unit.shard != AGGREGATION_SHARD and num_segments != spec.num_segments:
-        raise UnfitJob(f"the pool counts {num_segments} segments per unit, the spec {spec.num_segments}")
-    if params is None:
-        return
-    from gensyn_py.types import DEVICE_CLASSES
-
-    pairs = {
-        "rounds": (params.rounds, spec.rounds), "shards": (params.shards, spec.shards),
-        "stepsPerUnit": (params.steps_per_unit, spec.steps_per_unit),
-        "checkpointInterval": (params.checkpoint_interval, spec.checkpoint_interval),
-        "deviceClass": (params.device_class, DEVICE_CLASSES[spec.hardware.device_class]),
-    }
-    for name, (chain, declared) in pairs.items():
-        if chain != declared:
-            raise UnfitJob(f"on-chain {name} is {chain}, the spec says {declared}")
 
 
 def check_fit(spec: JobSpec, hardware: HardwareProfile, commit_window: int | None) -> Estimate:
