@@ -420,9 +420,7 @@ contract StepGame is IStepGame {
         Game storage s = _game(gameId);
         if (s.stage == Stage.Decided) revert WrongStage(gameId, Stage.Ops, Stage.Decided);
         Bisection.Game storage g = s.g;
-        address loser = g.mover();
-        uint64 due = g.deadline();
-        if (block.timestamp <= due) revert ClockRunning(loser, due);
+        address loser = g.outOfTime();
         s.stage = Stage.Decided;
         address winner = loser == g.claimant ? g.counter : g.claimant;
         emit GameDecided(gameId, winner, loser, Reason.Timeout);
@@ -507,18 +505,14 @@ contract StepGame is IStepGame {
     /// @dev The counter's turn to refute, with `op` the leaf the claimant opened; charges the counter's clock.
     function _refuting(uint256 gameId, OpOpening calldata op) private returns (Game storage s) {
         s = _counterAt(gameId, Stage.Refute);
-        _isOpened(s, op);
+        bytes32 leaf = TraceProofs.opLeaf(op);
+        if (leaf != s.opened) revert NotOpenedOp(leaf, s.opened);
     }
 
     /// @dev The counter's turn at stage `want`; charges the counter's clock.
     function _counterAt(uint256 gameId, Stage want) private returns (Game storage s) {
         s = _at(gameId, want);
         _charge(s.g, s.g.counter);
-    }
-
-    function _isOpened(Game storage s, OpOpening calldata op) private view {
-        bytes32 leaf = TraceProofs.opLeaf(op);
-        if (leaf != s.opened) revert NotOpenedOp(leaf, s.opened);
     }
 
     /// @dev `m` is about the disputed element and the claimant's block exponents (the referee proves its op is the
@@ -569,16 +563,10 @@ contract StepGame is IStepGame {
         return bytes32(uint256(v));
     }
 
-    /// @dev `who` moves now: its turn, inside its clock; the time it took comes off its clock.
+    /// @dev `who`, the party this stage waits for, moves now (`Bisection.charge`: its turn, inside its clock).
     function _charge(Bisection.Game storage g, address who) private {
-        address expected = g.mover();
-        if (msg.sender != who || msg.sender != expected) revert NotYourTurn(msg.sender, expected);
-        uint64 due = g.deadline();
-        if (block.timestamp > due) revert ClockExpired(msg.sender, due);
-        uint64 spent = uint64(block.timestamp) - g.turnStarted;
-        if (g.counterToMove) g.counterClock -= spent;
-        else g.claimantClock -= spent;
-        g.turnStarted = uint64(block.timestamp);
+        if (msg.sender != who) revert Bisection.NotYourTurn(msg.sender, who);
+        g.charge(msg.sender);
     }
 
     /// @dev A refutation that holds decides for the counter; one that does not reverts (the counter may try

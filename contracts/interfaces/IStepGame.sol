@@ -98,12 +98,6 @@ interface IStepGame {
     error NoDifference(uint256 level, uint256 index);
     /// @notice The chunk given is not the claimant's leaf `index`.
     error ChunkMismatch(uint256 index);
-    /// @notice The side to move still has time until `deadline`.
-    error ClockRunning(address mover, uint64 deadline);
-    /// @notice The mover's clock ran out at `deadline`: it can only be timed out now.
-    error ClockExpired(address mover, uint64 deadline);
-    /// @notice `caller` moved while it is `expected`'s turn.
-    error NotYourTurn(address caller, address expected);
 
     /// @notice A game over the first op where two traces of one step differ.
     event GameOpened(

@@ -105,14 +105,7 @@ library Bisection {
     /// @return narrowed true when this move compared two roots at a midpoint (the interval changed).
     function move(Game storage g, address caller, bytes32 atPending, bytes32 atNext) internal returns (bool narrowed) {
         if (done(g)) revert BisectionDone(g.lo, g.hi);
-        address expected = mover(g);
-        if (caller != expected) revert NotYourTurn(caller, expected);
-        uint64 due = deadline(g);
-        // INVARIANT: a side that let its clock run out cannot move any more; it can only be timed out.
-        if (block.timestamp > due) revert ClockExpired(caller, due);
-        uint64 spent = uint64(block.timestamp) - g.turnStarted;
-        if (g.counterToMove) g.counterClock -= spent;
-        else g.claimantClock -= spent;
+        charge(g, caller);
 
         if (g.pending) {
             narrowed = true;
@@ -141,6 +134,26 @@ library Bisection {
     ///         the bisection is done: then the stage's one-step check decides, not the clock).
     function expired(Game storage g) internal view returns (address loser) {
         if (done(g)) revert BisectionDone(g.lo, g.hi);
+        return outOfTime(g);
+    }
+
+    /// @notice `caller` moves now: it must be the side to move and inside its clock; the time its turn took comes
+    ///         off its clock, and the turn's time restarts. Also for the moves of a game's other stages, which
+    ///         share these clocks.
+    function charge(Game storage g, address caller) internal {
+        address expected = mover(g);
+        if (caller != expected) revert NotYourTurn(caller, expected);
+        uint64 due = deadline(g);
+        // INVARIANT: a side that let its clock run out cannot move any more; it can only be timed out.
+        if (block.timestamp > due) revert ClockExpired(caller, due);
+        uint64 spent = uint64(block.timestamp) - g.turnStarted;
+        if (g.counterToMove) g.counterClock -= spent;
+        else g.claimantClock -= spent;
+        g.turnStarted = uint64(block.timestamp);
+    }
+
+    /// @notice The side to move, once its clock ran out (reverts `ClockRunning` before), at any stage.
+    function outOfTime(Game storage g) internal view returns (address loser) {
         uint64 due = deadline(g);
         loser = mover(g);
         if (block.timestamp <= due) revert ClockRunning(loser, due);
