@@ -6,6 +6,7 @@ import {Hashes} from "@openzeppelin/contracts/utils/cryptography/Hashes.sol";
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {IStepGame, OutputReveal} from "./interfaces/IStepGame.sol";
 import {Bisection} from "./libraries/Bisection.sol";
+import {OutputDescent} from "./libraries/OutputDescent.sol";
 import {TraceProofs} from "./libraries/TraceProofs.sol";
 import {DotReferee} from "./referee/DotReferee.sol";
 import {ElementReferee} from "./referee/ElementReferee.sol";
@@ -32,6 +33,7 @@ import {BlockWitness, DotMove, ElementCheck, ElementOpening, MoveCheck, OpOpenin
 ///      element on-chain, and dot ops, are later stages (docs/dispute-game.md).
 contract StepGame is IStepGame {
     using Bisection for Bisection.Game;
+    using OutputDescent for OutputDescent.Tree;
 
     /// @dev Prefix trees hold at most 2^24 ops.
     uint8 internal constant MAX_DEPTH = 24;
@@ -66,19 +68,7 @@ contract StepGame is IStepGame {
     uint256 public gameCount;
     mapping(uint256 => Game) internal _games;
 
-    /// @dev The descent into the disputed op's output data tree (OpenZeppelin's: an odd node is promoted).
-    struct Descent {
-        bytes32 claimantNode; // each side's node at (level, index)
-        bytes32 counterNode;
-        bytes32 pendingLeft; // the children of that node posted by the side not to move
-        bytes32 pendingRight;
-        uint64 chunks; // leaves of the claimant's output
-        uint64 numel; // its elements
-        uint64 index;
-        uint8 level; // height above the leaves
-        bool contested; // one descent per game
-    }
-    mapping(uint256 => Descent) internal _descents;
+    mapping(uint256 => OutputDescent.Tree) internal _descents;
 
     constructor(address opener_, uint64 clock_, ElementReferee elements_, DotReferee dots_, MoveReferee moves_) {
         opener = opener_;
@@ -150,7 +140,7 @@ contract StepGame is IStepGame {
         if (agreed != s.g.agreed || mine != s.g.claimantRoot) revert SlotMismatch(agreed, mine);
         s.opened = leaf;
         emit OpOpened(gameId, op);
-        _reveal(gameId, op.outputRoot, out);
+        _descents[gameId].reveal(gameId, op.outputRoot, out);
         s.stage = Stage.Refute;
         s.g.counterToMove = true;
     }
@@ -227,24 +217,6 @@ contract StepGame is IStepGame {
 
     // ---- the output: a descent to one chunk where the claimant's output differs from the counter's ----
 
-    /// @dev The claimant's output header, data root and (above one chunk) the root's children: the descent's start.
-    function _reveal(uint256 gameId, bytes32 outputRoot, OutputReveal calldata out) private {
-        bytes32 computed = TraceProofs.tensorRoot(out.dtype, out.shape, out.dataRoot);
-        if (computed != outputRoot) revert OutputMismatch(computed, outputRoot);
-        uint256 numel = TraceProofs.numel(out.shape);
-        uint256 size = numel * TraceProofs.itemSize(out.dtype);
-        uint256 chunks = size == 0 ? 1 : (size + TraceProofs.CHUNK_BYTES - 1) / TraceProofs.CHUNK_BYTES;
-        Descent storage d = _descents[gameId];
-        d.chunks = uint64(chunks);
-        d.numel = uint64(numel);
-        d.claimantNode = out.dataRoot;
-        uint8 top;
-        while (_width(chunks, top) > 1) ++top;
-        d.level = top;
-        emit OutputRevealed(gameId, out.dtype, out.shape, out.dataRoot, chunks);
-        if (top > 0) _postChildren(gameId, d, out.dataRoot, out.left, out.right);
-    }
-
     /// @notice One level down the claimant's output data tree: the mover's children of the current node (`mine*`),
     ///         compared with the other side's (the first child that differs is where both go), and its children of
     ///         that child (`next*`, unused once the child is a chunk). The counter's first descent, instead of a
@@ -257,7 +229,7 @@ contract StepGame is IStepGame {
         bytes32 nextRight
     ) external {
         Game storage s = _game(gameId);
-        Descent storage d = _descents[gameId];
+        OutputDescent.Tree storage d = _descents[gameId];
         if (s.stage == Stage.Refute) {
             if (d.contested) revert AlreadyContested(gameId);
             d.contested = true;
@@ -268,26 +240,14 @@ contract StepGame is IStepGame {
         Bisection.Game storage g = s.g;
         bool byCounter = g.counterToMove;
         _charge(g, byCounter ? g.counter : g.claimant);
-        if (d.level == 0) return _toChunk(gameId, s, d); // one chunk: nothing to descend
-        bytes32 node = byCounter ? d.counterNode : d.claimantNode;
-        bytes32 mine = Hashes.commutativeKeccak256(mineLeft, mineRight);
-        // The counter's first node is its data root, which it never committed: its children only need to differ.
-        if (!(byCounter && node == bytes32(0)) && mine != node) revert ChildrenMismatch(mine, node);
-        emit Children(gameId, msg.sender, d.level, d.index, mineLeft, mineRight);
-        bool right = mineLeft == d.pendingLeft;
-        if (right && mineRight == d.pendingRight) revert NoDifference(d.level, d.index);
-        (bytes32 moverChild, bytes32 otherChild) = right ? (mineRight, d.pendingRight) : (mineLeft, d.pendingLeft);
-        (d.claimantNode, d.counterNode) = byCounter ? (otherChild, moverChild) : (moverChild, otherChild);
-        d.index = d.index * 2 + (right ? 1 : 0);
-        d.level -= 1;
-        // A promoted node (the last of an odd level) is its own single child: pass through it.
-        while (d.level > 0 && 2 * uint256(d.index) + 1 >= _width(d.chunks, d.level - 1)) {
-            d.index *= 2;
-            d.level -= 1;
+        if (d.step(gameId, byCounter, [mineLeft, mineRight, nextLeft, nextRight])) {
+            // The descent reached a chunk: the claimant reveals it next.
+            s.stage = Stage.RevealChunk;
+            g.counterToMove = false;
+            emit ChunkNarrowed(gameId, d.index);
+        } else {
+            g.counterToMove = !byCounter;
         }
-        if (d.level == 0) return _toChunk(gameId, s, d);
-        _postChildren(gameId, d, moverChild, nextLeft, nextRight);
-        g.counterToMove = !byCounter;
     }
 
     /// @notice The claimant's chunk at the leaf the descent reached; the counter refutes one of its elements next
@@ -295,8 +255,8 @@ contract StepGame is IStepGame {
     function revealChunk(uint256 gameId, bytes32 chunk) external {
         Game storage s = _at(gameId, Stage.RevealChunk);
         _charge(s.g, s.g.claimant);
-        Descent storage d = _descents[gameId];
-        if (TraceProofs.chunkLeaf(d.index, chunk) != d.claimantNode) revert ChunkMismatch(d.index);
+        OutputDescent.Tree storage d = _descents[gameId];
+        d.checkChunk(chunk);
         s.stage = Stage.Refute;
         s.g.counterToMove = true;
         emit ChunkRevealed(gameId, d.index, chunk);
@@ -458,7 +418,7 @@ contract StepGame is IStepGame {
     function descentOf(
         uint256 gameId
     ) external view returns (uint8 level, uint64 index, uint64 chunks, bytes32 pendingLeft, bytes32 pendingRight) {
-        Descent storage d = _descents[gameId];
+        OutputDescent.Tree storage d = _descents[gameId];
         return (d.level, d.index, d.chunks, d.pendingLeft, d.pendingRight);
     }
 
@@ -528,26 +488,6 @@ contract StepGame is IStepGame {
         s.stage = Stage.DotStep;
         s.g.counterToMove = true;
         emit MultiplyAddNarrowed(gameId, s.g.lo);
-    }
-
-    /// @dev Nodes at height `level` of a data tree of `chunks` leaves whose odd nodes are promoted.
-    function _width(uint256 chunks, uint256 level) private pure returns (uint256) {
-        return (chunks + (uint256(1) << level) - 1) >> level;
-    }
-
-    /// @dev The side to move posts the children of `node`, its own node at the current position.
-    function _postChildren(uint256 gameId, Descent storage d, bytes32 node, bytes32 left, bytes32 right) private {
-        bytes32 computed = Hashes.commutativeKeccak256(left, right);
-        if (computed != node) revert ChildrenMismatch(computed, node);
-        (d.pendingLeft, d.pendingRight) = (left, right);
-        emit Children(gameId, msg.sender, d.level, d.index, left, right);
-    }
-
-    /// @dev The descent reached a chunk: the claimant reveals it next.
-    function _toChunk(uint256 gameId, Game storage s, Descent storage d) private {
-        s.stage = Stage.RevealChunk;
-        s.g.counterToMove = false;
-        emit ChunkNarrowed(gameId, d.index);
     }
 
     /// @dev Call `referee.selector(root, <this call's one struct argument>)`: this call's arguments are
