@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from gensyn_py.crypto.merkle import merkle_levels
+from gensyn_py.proof.op_prefix import ZERO
 from gensyn_py.proof.tensor_commit import tensor_leaves
-
-ZERO = bytes(32)
 
 
 def width(chunks: int, level: int) -> int:

@@ -209,8 +209,7 @@ class StepSide:
     def non_finite(self, i: int, element: int) -> tuple[Any, ...] | None:
         """The claimant's ``declareNonFinite`` arguments after the game id when the element's row of A or column of B
         holds a NaN or an infinity (the non-finite rule, not on-chain yet); None for a finite element."""
-        n = len(self.dot_sums(i, element))
-        for k in range(n):
+        for k in range(dot_operands(self.trace, i, element, 0).length):
             ops = dot_operands(self.trace, i, element, k)
             sides = [(True, ops.a_tensor, ops.a_index)] if self.trace.ops[i].code != "index_sum" else []
             if ops.b_tensor is not None and ops.b_index is not None:
@@ -232,7 +231,9 @@ class StepSide:
         the agreed sum `prev` of k products and the claimant's `cur` of k + 1 in a prefix root of those two
         leaves, at the claimant's block exponents `blocks` (witnessed with its answer, so none are opened again)."""
         i = opened.index
-        m = dot_move(self.trace, i, element, k, blocks=blocks)
+        op = self.trace.ops[i]
+        ins = [tensor_ref(self.trace, j).as_arg() for j in op.inputs]
+        rows = int(op.attrs[0]) if op.code == "index_sum" else 0
         ops = dot_operands(self.trace, i, element, k)
         a = open_element(self.trace, ops.a_tensor, ops.a_index)
         b = NO_ELEMENT if ops.b_tensor is None or ops.b_index is None else open_element(self.trace, ops.b_tensor,
@@ -245,5 +246,5 @@ class StepSide:
             step = DotStep(k, a, b, hash_pair(prev_leaf, cur_leaf), PartialOpening(k - 1, prev, (cur_leaf,)),
                            PartialOpening(k, cur, (prev_leaf,)))
         no_witness = (0, NO_ELEMENT.as_arg())  # the block exponents were witnessed with the claimant's answer
-        return (bare(opened), *m[1:4], step.as_arg(), m[5], m[6], no_witness, no_witness)
+        return (bare(opened), ins, rows, element, step.as_arg(), *blocks, no_witness, no_witness)
 
