@@ -124,7 +124,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if state.status is JobStatus.COMPLETED:
         out = args.out or Path(f"job-{result.job_id}.safetensors")
         d = download_model(req, result.job_id, out, overwrite=args.force)
-        console.print(f"model {d.path} ({d.size:,} bytes) verified: sha256 0x{d.final_state_hash.hex()} "
+        console.print(f"model {d.path} ({d.size:,} bytes) verified: state hash 0x{d.final_state_hash.hex()} "
                       f"is unit {d.unit_id}'s final state hash on-chain; sidecar {d.sidecar}", soft_wrap=True)
     if not args.no_claim:
         claimed = claim_credit(req)

@@ -1,4 +1,4 @@
-"""`gensyn job submit|status|download|cancel|claim|estimate`: the requester's side, each command thin."""
+"""`gensyn job submit|status|download|hash|cancel|claim|estimate`: the requester's side, each command thin."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def _follow_and_fetch(ctx: click.Context, console: Console, req: Requester, job_
 def _print_download(console: Console, d: Any) -> None:
     console.print(f"model written to {d.path} ({d.size:,} bytes, {d.tensors} weight tensors), "
                   f"sidecar {d.sidecar}", soft_wrap=True)
-    console.print(f"sha256 0x{d.final_state_hash.hex()} = final state hash of unit {d.unit_id} on-chain",
+    console.print(f"state hash 0x{d.final_state_hash.hex()} = final state hash of unit {d.unit_id} on-chain",
                   soft_wrap=True)
 
 
@@ -210,6 +210,20 @@ def download(settings: Settings, job_id: int, out: Path, force: bool, store: str
 
     req = open_session(settings, store)
     _print_download(Console(), download_model(req, job_id, out, overwrite=force))
+
+
+@job.command("hash")
+@click.argument("path", metavar="FILE", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def hash_(path: Path) -> None:
+    """Print FILE's state hash (a checkpoint or model, safetensors): a unit's on-chain final state hash names it."""
+    from gensyn_py.errors import VerificationError
+    from gensyn_py.proof.state import state_hash_of_bytes
+
+    try:
+        digest = state_hash_of_bytes(path.read_bytes())
+    except VerificationError as e:
+        raise click.ClickException(f"{path}: {e}") from None
+    click.echo("0x" + digest.hex())
 
 
 @job.command()

@@ -6,7 +6,7 @@ It reuses the training manifest with `steps = interval = 1`:
   order, each training unit's id, on-chain final state hash and result CID;
   its state hash is sha256 of those bytes, so anyone rebuilds it from the chain;
 - checkpoint 1 is the aggregated weights (canonical state bytes, `model/*`
-  keys only); its sha256 is the unit's final state hash;
+  keys only); its state hash (`proof/state.py`) is the unit's final state hash;
 - the segment's transcript hash is
   `keccak256("gensyn.aggregate.v1" || sha256(float64 accumulators) || endHash)`.
   The float64 sums before the single rounding are not recoverable from the
@@ -29,7 +29,7 @@ from gensyn_py.errors import ContentMismatch, ContentNotFound, VerificationError
 from gensyn_py.proof.aggregation import aggregate_traced
 from gensyn_py.proof.commitment import Manifest, UnitCommitment, segment_leaf, transcript_commit
 from gensyn_py.proof.replay import Verdict
-from gensyn_py.proof.state import encode_state
+from gensyn_py.proof.state import encode_state, state_hash_of_bytes
 from gensyn_py.proof.unit import publish
 from gensyn_py.types import AGGREGATION_SHARD
 
@@ -94,7 +94,7 @@ def _results_states(
     states = []
     for r in results:
         data = store.get(r.cid, timeout)
-        if sha256(data) != r.final_state_hash:
+        if state_hash_of_bytes(data) != r.final_state_hash:
             raise VerificationError(f"unit {r.unit_id}'s result bytes do not match its on-chain final state hash")
         states.append({f"model/{k}": v for k, v in load_weights(data).items()})
     return states
@@ -108,7 +108,7 @@ def commit_aggregation(
     inputs = inputs_document(job_id, round_, results)
     weights, digest = aggregate_traced(spec, _results_states(store, results, timeout))
     output = weights_bytes(weights)
-    end_hash = sha256(output)
+    end_hash = state_hash_of_bytes(output)
     manifest = Manifest(
         spec_hash=spec.spec_hash(), job_id=job_id, round=round_, shard=AGGREGATION_SHARD, steps=1, interval=1,
         checkpoint_cids=(store.put(inputs), store.put(output)),
@@ -141,7 +141,7 @@ def verify_aggregation(
         return reject(f"a unit result is unavailable: {e}")
     except VerificationError as e:
         return reject(str(e))
-    end_hash = sha256(weights_bytes(weights))
+    end_hash = state_hash_of_bytes(weights_bytes(weights))
     t_hash = aggregate_transcript(digest, end_hash)
     if end_hash != manifest.state_hashes[1]:
         return reject("recomputed aggregate differs from the committed one", t_hash)

@@ -4,8 +4,8 @@
   equal to the on-chain spec hash;
 - the dataset: bytes from the spec's CID, decoded against its declared shape;
 - a unit's result: the manifest named by the unit's latest commitment, whose
-  root equals the on-chain root, and its last checkpoint, whose sha256 equals
-  the on-chain final state hash;
+  root equals the on-chain root, and its last checkpoint, whose state hash
+  (`proof/state.py`) equals the on-chain final state hash;
 - a round's starting weights: none for round 0 (the spec's seeded init),
   else the previous round's model (its aggregate, or its only unit's result).
 
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gensyn_py.chain.view import ChainView, Commitment
-from gensyn_py.crypto.hashing import sha256
 from gensyn_py.errors import SpecError, VerificationError
 from gensyn_py.proof.aggregation_unit import UnitResult, load_weights
 from gensyn_py.proof.commitment import Manifest
 from gensyn_py.proof.replay import fetch_manifest
+from gensyn_py.proof.state import state_hash_of_bytes
 from gensyn_py.types import Unit, UnitStatus
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class JobContent:
         """The model weights a unit produced, verified against its on-chain final state hash."""
         r = self.result(unit)
         data = self.store.get(r.cid, self.timeout)
-        if sha256(data) != r.final_state_hash:
+        if state_hash_of_bytes(data) != r.final_state_hash:
             raise VerificationError(f"unit {unit.unit_id}'s result does not match its on-chain final state hash")
         return load_weights(data)
 

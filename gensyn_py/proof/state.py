@@ -1,19 +1,33 @@
-"""Canonical bytes of a training state and its sha256 state hash.
+"""Canonical bytes of a training state and its state hash, a Merkle root over its tensors.
 
 Canonical form: safetensors with no metadata, keys sorted, every float as
 float32 little-endian, RNG state as uint8, cursor as int64. Equal states give
 equal bytes in any process.
+
+The state hash is not a hash of those bytes but the OpenZeppelin-compatible Merkle root
+(``crypto.merkle``) of one entry per tensor, keys sorted:
+
+    entry(key) = keccak256(attrs_hash((key,)) ++ tensor_root(tensor))
+
+with ``tensor_root`` of ``proof/tensor_commit.py``. That entry is exactly the leaf a step trace's named
+input ``key`` has (``proof/step_program.input_leaf``), so a dispute proves one tensor of a committed
+state, and then one element of it, on-chain with Merkle paths alone (docs/dispute-game.md). The same rule
+hashes any canonical safetensors file: a model-only weights file included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from gensyn_py.crypto.hashing import sha256
+from gensyn_py.crypto.hashing import keccak256
+from gensyn_py.crypto.merkle import merkle_proof, merkle_root
 from gensyn_py.errors import VerificationError
+from gensyn_py.proof.tensor_commit import tensor_root
+from gensyn_py.proof.trace import attrs_hash
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
 
 _ALLOWED = {"rng": "uint8", "cursor": "int64"}
@@ -51,13 +65,48 @@ def decode_state(data: bytes) -> dict[str, torch.Tensor]:
     return dict(state)
 
 
+def state_entry(key: str, tensor: np.ndarray[Any, Any]) -> bytes:
+    """The state tree's leaf of tensor `key`: a step trace's input leaf of the same name and value."""
+    return keccak256(attrs_hash((key,)) + tensor_root(tensor))
+
+
+def _entries(tensors: Mapping[str, np.ndarray[Any, Any]]) -> list[bytes]:
+    if not tensors:
+        raise VerificationError("a state holds at least one tensor")
+    return [state_entry(k, tensors[k]) for k in sorted(tensors)]
+
+
+def state_root(tensors: Mapping[str, np.ndarray[Any, Any]]) -> bytes:
+    """The Merkle root of the entries of canonical `tensors`, keys sorted."""
+    return merkle_root(_entries(tensors))
+
+
+def state_proof(tensors: Mapping[str, np.ndarray[Any, Any]], key: str) -> list[bytes]:
+    """The path of tensor `key`'s entry up to ``state_root(tensors)``."""
+    if key not in tensors:
+        raise VerificationError(f"the state holds no tensor {key!r}")
+    return merkle_proof(_entries(tensors), sorted(tensors).index(key))
+
+
+def tensors_of_bytes(data: bytes) -> dict[str, np.ndarray[Any, Any]]:
+    """The tensors of a safetensors file, as NumPy arrays; VerificationError if it is not one."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load
+
+    try:
+        return dict(load(data))
+    except (SafetensorError, ValueError) as e:
+        raise VerificationError(f"the bytes are not valid safetensors: {e}") from None
+
+
 def state_hash_of_bytes(data: bytes) -> bytes:
-    """bytes32 state hash: sha256 of the canonical bytes."""
-    return sha256(data)
+    """bytes32 state hash of canonical safetensors bytes (a state or a weights file)."""
+    return state_root(tensors_of_bytes(data))
 
 
 def state_hash(state: Mapping[str, torch.Tensor]) -> bytes:
-    return sha256(encode_state(state))
+    """The state hash of a state dict: equal to ``state_hash_of_bytes(encode_state(state))``."""
+    return state_root({k: _canonical_tensor(k, state[k]).numpy() for k in state})
 
 
 def model_weights(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:

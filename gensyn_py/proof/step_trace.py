@@ -1,8 +1,16 @@
-"""The op trace of one repro training step: what a dispute narrows down to a single operation."""
+"""The op trace of one repro training step: what a dispute narrows down to a single operation.
+
+The trace's named inputs and outputs are the checkpoint's own tensors, by their state keys
+(``model/<param>``, ``optim/<param>/<key>``; ``proof/state.py``): the step concatenates the parameters into
+the flat vector ``train_step`` works on (``cat`` of ``reshape``s) and cuts the results back into per-parameter
+tensors (``narrow`` and ``reshape``, as ``unflatten``).  So an input's leaf is the state tree's entry of the
+same key at step t, and an output's tensor root the entry at t + 1: a dispute binds the trace to the
+committed state roots with Merkle paths alone.  ``x`` and ``y`` (the batch) are the other inputs.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gensyn_py.errors import TrainingError
 from gensyn_py.proof.trace import Trace, TracingBackend
@@ -12,22 +20,37 @@ if TYPE_CHECKING:
 
 
 def trace_step(trainer: Trainer) -> Trace:
-    """Record the trainer's next step (without taking it) as a trace: inputs are the flat parameters,
-    the optimizer state, the batch and the learning rate; outputs the loss, parameters and state."""
+    """Record the trainer's next step (without taking it) as a trace: inputs are the state's parameters and
+    optimizer state by their state keys, the batch (``x``, ``y``); outputs the loss and the next state's
+    parameters and optimizer state by the same keys."""
     from gensyn_py.repro.backend import TORCH
-    from gensyn_py.train.repro_step import ReproStep, train_step
+    from gensyn_py.train.repro_step import FLAT_KEYS, ReproStep, train_step, unflatten
 
     rt = trainer.engine
     if not isinstance(rt, ReproStep):
         raise TrainingError("trace_step needs a trainer in repro mode")
+    prog, state = rt.prog, trainer.state_dict()
+    flat_keys = FLAT_KEYS[prog.optimizer.name]
     x, y = trainer.batch(trainer.step)
     tb = TracingBackend(TORCH)
-    flat = tb.input("params", rt.flat)
-    opt = {k: tb.input(f"optim/{k}", v) for k, v in sorted(rt.opt.items())}
-    loss, flat, new_opt = train_step(tb.backend, rt.prog, flat, opt, tb.input("x", x), tb.input("y", y),
+    be = tb.backend
+
+    def flat_of(field: str) -> Any:
+        key = "model/{}" if field == "" else "optim/{}/" + field
+        return be.cat([be.reshape(tb.input(key.format(n), state[key.format(n)]), (-1,)) for n in prog.names], 0)
+
+    flat = flat_of("")
+    # A scalar (AdamW's step and powers) is stored once per parameter, all equal: the step reads the first.
+    first = "optim/" + prog.names[0] + "/{}"
+    opt = {k: flat_of(k) if k in flat_keys else tb.input(first.format(k), state[first.format(k)])
+           for k in sorted(rt.opt)}
+    loss, flat, new_opt = train_step(be, prog, flat, opt, tb.input("x", x), tb.input("y", y),
                                      trainer.learning_rate(trainer.step))
     tb.output("loss", loss)
-    tb.output("params", flat)
+    for n, v in unflatten(be, prog, flat).items():
+        tb.output(f"model/{n}", v)
     for k, v in sorted(new_opt.items()):
-        tb.output(f"optim/{k}", v)
+        parts = unflatten(be, prog, v) if k in flat_keys else dict.fromkeys(prog.names, v)
+        for n, part in parts.items():
+            tb.output(f"optim/{n}/{k}", part)
     return tb.trace()

@@ -17,7 +17,7 @@ from gensyn_py.crypto.merkle import merkle_proof, merkle_root, process_proof
 from gensyn_py.errors import VerificationError
 
 CHUNK = 32  # bytes per Merkle leaf: one EVM word (8 float32)
-DTYPES = {"float32": 1, "int32": 2, "int64": 3, "bool": 4}
+DTYPES = {"float32": 1, "int32": 2, "int64": 3, "bool": 4, "uint8": 5}
 
 
 def _raw(arr: np.ndarray[Any, Any]) -> bytes:
@@ -29,7 +29,7 @@ def _raw(arr: np.ndarray[Any, Any]) -> bytes:
 
 def _header(arr: np.ndarray[Any, Any]) -> bytes:
     if str(arr.dtype) not in DTYPES:
-        raise VerificationError(f"committed tensors are float32, int32, int64 or bool, got {arr.dtype}")
+        raise VerificationError(f"committed tensors are float32, int32, int64, bool or uint8, got {arr.dtype}")
     return uint256(DTYPES[str(arr.dtype)]) + uint256(arr.ndim) + b"".join(uint256(d) for d in arr.shape)
 
 

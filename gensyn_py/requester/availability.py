@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gensyn_py.crypto.hashing import sha256
 from gensyn_py.errors import ContentNotFound, ContractRevert, StorageError, VerificationError
+from gensyn_py.proof.state import state_hash_of_bytes
 from gensyn_py.types import Unit, UnitStatus
 
 if TYPE_CHECKING:
@@ -34,7 +34,11 @@ def model_missing(requester: Requester, unit: Unit) -> str | None:
         data = requester.store.get(result.cid, requester.timeout)
     except (VerificationError, ContentNotFound) as e:
         return str(e)
-    if sha256(data) != result.final_state_hash:
+    try:
+        digest = state_hash_of_bytes(data)
+    except VerificationError as e:
+        return f"unit {unit.unit_id}'s model: {e}"
+    if digest != result.final_state_hash:
         return f"unit {unit.unit_id}'s model does not hash to its on-chain final state hash"
     return None
 

@@ -3,12 +3,13 @@
 The model is the result of the job's final unit (the last round's aggregation
 unit, or its only unit): the unit must be Final and the job Completed. Its
 bytes come from the content store by the CID its manifest names; the manifest
-must match the unit's on-chain checkpoint root, and the bytes' sha256 must
-equal the unit's on-chain final state hash. Anything else is refused and
-nothing is written.
+must match the unit's on-chain checkpoint root, and the bytes' state hash
+(`proof/state.py`: a Merkle root over the file's tensors) must equal the
+unit's on-chain final state hash. Anything else is refused and nothing is
+written.
 
 The file written is exactly those bytes (safetensors), so
-`sha256sum model.safetensors` prints the on-chain final state hash. The
+`gensyn job hash model.safetensors` prints the on-chain final state hash. The
 model's weights are its `model/*` tensors (a single-shard job's file also
 holds the optimizer, RNG and data cursor of the last checkpoint);
 `load_weights()` returns them with the prefix stripped, after checking the
@@ -24,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gensyn_py.crypto.hashing import sha256
 from gensyn_py.errors import ConfigError, GensynError, StorageError, VerificationError
+from gensyn_py.proof.state import state_hash_of_bytes
 from gensyn_py.requester.errors import DownloadRefused, JobNotReady
 from gensyn_py.types import JobStatus, UnitStatus
 
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
     from gensyn_py.requester.session import Requester
 
-SIDECAR_VERSION = 1
+SIDECAR_VERSION = 2  # 2: no "sha256" key (the state hash is finalStateHash)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,10 @@ def fetch_final_model(requester: Requester, job_id: int) -> tuple[dict[str, Any]
         data = requester.store.get(result.cid, requester.timeout)
     except (StorageError, VerificationError) as exc:
         raise DownloadRefused(f"job {job_id} unit {unit.unit_id}: {exc}; nothing written") from None
-    digest = sha256(data)
+    try:
+        digest = state_hash_of_bytes(data)
+    except VerificationError as exc:
+        raise DownloadRefused(f"job {job_id} unit {unit.unit_id}: {exc}; nothing written") from None
     if digest != result.final_state_hash:
         raise DownloadRefused(
             f"job {job_id} unit {unit.unit_id}: the model bytes hash to 0x{digest.hex()}, the chain says "
@@ -95,7 +99,6 @@ def fetch_final_model(requester: Requester, job_id: int) -> tuple[dict[str, Any]
         "specCid": job.spec_cid,
         "finalStateHash": "0x" + result.final_state_hash.hex(),
         "resultCid": result.cid,
-        "sha256": "0x" + digest.hex(),
         "size": len(data),
         "model": {"family": spec.model.family, "sizes": dict(spec.model.sizes)},
         "weights": {name: list(t.shape) for name, t in sorted(weights.items())},
@@ -131,14 +134,14 @@ def download_model(requester: Requester, job_id: int, out: Path, overwrite: bool
 
 
 def verify_file(path: Path) -> dict[str, Any]:
-    """The sidecar of `path`, after checking the file's sha256 against the final state hash it records."""
+    """The sidecar of `path`, after checking the file's state hash against the final state hash it records."""
     side = sidecar_path(path)
     try:
         meta = json.loads(side.read_text())
         data = path.read_bytes()
     except (OSError, ValueError) as exc:
         raise VerificationError(f"cannot read {path} and its sidecar {side}: {exc}") from None
-    if "0x" + sha256(data).hex() != meta.get("finalStateHash"):
+    if "0x" + state_hash_of_bytes(data).hex() != meta.get("finalStateHash"):
         raise VerificationError(f"{path} does not hash to the final state hash in {side}")
     return dict(meta)
 

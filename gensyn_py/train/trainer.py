@@ -149,12 +149,13 @@ class Trainer:
     # ---- state --------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """Flat, CPU, float32 state: model/*, optim/<param>/<key>, rng (uint8), cursor (int64)."""
+        """Flat, CPU, float32 state: model/*, optim/<param>/<key>, rng (uint8), cursor (int64). Every tensor is a
+        copy: on CPU a plain ``to`` would return the live parameter, which the next step changes in place."""
         import torch
 
         state: dict[str, torch.Tensor] = {}
         for name, t in self.model.state_dict().items():
-            state[f"model/{name}"] = t.detach().to("cpu", torch.float32).contiguous()
+            state[f"model/{name}"] = t.detach().to("cpu", torch.float32, copy=True).contiguous()
         state.update(self.engine.optim_state())
         state["rng"] = self.generator.get_state().clone()
         state["cursor"] = torch.tensor([self.round, self.shard, self.step], dtype=torch.int64)

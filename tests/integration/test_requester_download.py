@@ -15,7 +15,7 @@ from rich.console import Console
 from web3 import Web3
 
 from gensyn_py.cli.main import cli
-from gensyn_py.crypto.hashing import sha256
+from gensyn_py.proof.state import state_hash_of_bytes
 from gensyn_py.requester.download import download_model, load_weights, verify_file
 from gensyn_py.requester.errors import DownloadRefused
 from gensyn_py.requester.follow import JobWatcher, follow, render
@@ -68,7 +68,7 @@ def test_follow_sees_the_job_complete_with_its_unit_final(deployed: Deployed, co
     assert "1/1 units settled" in console.export_text()
 
 
-def test_download_writes_the_model_whose_sha256_is_on_chain(
+def test_download_writes_the_model_whose_state_hash_is_on_chain(
     deployed: Deployed, completed: Completed, tmp_path: Path
 ) -> None:
     out = tmp_path / "model.safetensors"
@@ -77,7 +77,9 @@ def test_download_writes_the_model_whose_sha256_is_on_chain(
 
     on_chain = deployed.session().view.commitment(completed.played.unit_id)
     assert on_chain is not None
-    assert sha256(out.read_bytes()) == on_chain.final_state_hash == completed.played.final_state_hash
+    assert state_hash_of_bytes(out.read_bytes()) == on_chain.final_state_hash == completed.played.final_state_hash
+    printed = CliRunner().invoke(cli, ["job", "hash", str(out)])
+    assert printed.exit_code == 0 and printed.output.strip() == "0x" + on_chain.final_state_hash.hex()
     sidecar = json.loads(out.with_suffix(".json").read_text())
     assert sidecar["jobId"] == completed.job_id and sidecar["unitId"] == completed.played.unit_id
     assert sidecar["finalStateHash"] == "0x" + on_chain.final_state_hash.hex()
@@ -146,7 +148,7 @@ def test_a_sharded_job_downloads_its_final_aggregate(deployed: Deployed, tmp_pat
     assert req.view.unit(last.unit_id).is_aggregation
     d = download_model(req, job_id, tmp_path / "model.safetensors")
     assert d.unit_id == last.unit_id
-    assert sha256(d.path.read_bytes()) == last.final_state_hash
+    assert state_hash_of_bytes(d.path.read_bytes()) == last.final_state_hash
     weights = load_weights(d.path)
     assert all(torch.equal(weights[k], last.weights[k]) for k in last.weights) and weights.keys() == last.weights.keys()
     assert json.loads(d.sidecar.read_text())["aggregation"] is True

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gensyn_py.chain.accounts import create_keystore
-from gensyn_py.crypto.hashing import sha256
+from gensyn_py.proof.state import state_hash_of_bytes
 from gensyn_py.requester.amounts import E18
 from tests.integration.test_requester_kit import (
     Deployed,
@@ -62,7 +62,7 @@ def test_script_submits_follows_and_downloads_the_verified_model(deployed: Deplo
     assert proc.returncode == 0, stderr
     assert "correct horse" not in stdout + stderr and deployed.requester.key.hex() not in stdout + stderr
     assert f"job {first_job} submitted" in stdout and f"job {first_job} completed" in stdout
-    assert sha256(out.read_bytes()) == played.final_state_hash
+    assert state_hash_of_bytes(out.read_bytes()) == played.final_state_hash
     assert json.loads(out.with_suffix(".json").read_text())["unitId"] == played.unit_id
     # The requester paid exactly the solver's price (5) and a fee (10) per drawn validator: the draw may
     # find fewer than two distinct validators, whose unused fees come back with the rest of the 30 escrowed.

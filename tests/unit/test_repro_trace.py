@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 import torch
 
+from gensyn_py.proof.state import state_entry
+from gensyn_py.proof.step_program import input_leaf
 from gensyn_py.proof.step_trace import trace_step
 from gensyn_py.proof.trace import (
     SLICE_BITS,
@@ -27,11 +29,12 @@ from gensyn_py.proof.trace import (
 )
 from gensyn_py.repro.backend import TORCH
 from gensyn_py.repro.reference import round_int, same_bits
-from gensyn_py.train.repro_step import ReproStep
+from gensyn_py.train.repro_step import SCALAR_KEYS, ReproStep
 from gensyn_py.train.trainer import Trainer
 from tests.unit.trainkit import dataset_for, tiny_spec
 
 ROOT = Path(__file__).resolve().parents[2]
+SCALARS = set(SCALAR_KEYS["adamw"])
 
 
 def trainer(family: str, steps: int = 1, **over: Any) -> Trainer:
@@ -51,15 +54,33 @@ def elements(n: int) -> list[int]:
 
 def test_trace_is_the_next_step_and_the_reference_reexecutes_it() -> None:
     t = trainer("mlp")
+    before = t.state_dict()
     tr = trace_step(t)
     assert t.step == 1  # tracing does not advance the trainer
     assert tr.check() is None
     loss = t.train_step()
     assert isinstance(t.engine, ReproStep)
     assert float(tr.value("loss").reshape(())) == loss
-    assert same_bits(tr.value("params"), t.engine.flat.numpy())
-    assert same_bits(tr.value("optim/momentum_buffer"), t.engine.opt["momentum_buffer"].numpy())
-    assert same_bits(tr.value("params"), trace_step(t).value("params")) is False  # the next step moves on
+    assert_bound_to_states(tr, t.engine.prog.names[0], before, t.state_dict())
+    assert any(k.endswith("/momentum_buffer") for k in tr.outputs)
+    key = "model/" + t.engine.prog.names[0]
+    assert same_bits(tr.value(key), trace_step(t).value(key)) is False  # the next step moves on
+
+
+def assert_bound_to_states(tr: Trace, first: str, before: dict[str, Any], after: dict[str, Any]) -> None:
+    """The trace's inputs are the state's entries at t, its outputs the entries at t + 1 (`proof/state.py`):
+    every parameter and optimizer entry is one, and a step's input leaf is the state tree's leaf. A scalar
+    (stored once per parameter) is read from the `first` parameter's entry."""
+    learned = {k for k in after if k.startswith(("model/", "optim/"))}
+    assert set(tr.outputs) == learned | {"loss"}
+    read = {k for k in before if k.startswith("model/") or (k.startswith("optim/") and (
+        k.rsplit("/", 1)[1] not in SCALARS or k.startswith(f"optim/{first}/")))}
+    assert set(tr.inputs) == read | {"x", "y"}
+    for key, i in tr.inputs.items():
+        if key not in ("x", "y"):
+            assert input_leaf(tr, i) == state_entry(key, before[key].numpy())
+    for key in learned:
+        assert state_entry(key, tr.value(key)) == state_entry(key, after[key].numpy()), key
 
 
 @pytest.mark.parametrize("family", ["cnn", "transformer"])
@@ -67,8 +88,10 @@ def test_cnn_and_transformer_steps_trace_and_recompute(family: str) -> None:
     t = trainer(family, batch_size=4, optimizer={"name": "adamw", "lr": 0.01})
     tr = trace_step(t)
     assert tr.check() is None
+    before = t.state_dict()
     t.train_step()
-    assert isinstance(t.engine, ReproStep) and same_bits(tr.value("params"), t.engine.flat.numpy())
+    assert isinstance(t.engine, ReproStep)
+    assert_bound_to_states(tr, t.engine.prog.names[0], before, t.state_dict())
     rng = np.random.default_rng(0)
     for i, op in enumerate(tr.ops):
         if op.code != "input" and tr.values[i].size:

@@ -4,7 +4,6 @@ in mode `exact`; the digits MLP reaches the same accuracy."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 import torch
 
 from gensyn_py.proof.replay import UnitRef, fetch_manifest, replay_segment
-from gensyn_py.proof.state import decode_state, encode_state, state_hash
+from gensyn_py.proof.state import decode_state, encode_state, state_hash, state_hash_of_bytes
 from gensyn_py.repro.autograd import cross_entropy
 from gensyn_py.repro.backend import TORCH
 from gensyn_py.repro.reference import NUMPY, same_bits
@@ -176,5 +175,5 @@ def test_repro_unit_with_altered_weights_is_rejected(tmp_path: Path) -> None:
     unit = UnitRef(42, 0, 0, c.checkpoint_root)
     verdicts = [replay_segment(spec, digits_flat(), store, unit, manifest, j, "cpu") for j in range(spec.num_segments)]
     assert [v.accept for v in verdicts] == [True, False, False, True]
-    assert hashlib.sha256(encode_state(Trainer(spec, digits_flat(), 0, 0, "cpu").state_dict())).digest() == \
+    assert state_hash_of_bytes(encode_state(Trainer(spec, digits_flat(), 0, 0, "cpu").state_dict())) == \
         manifest.state_hashes[0]
