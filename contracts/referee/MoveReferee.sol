@@ -9,10 +9,11 @@ import {MoveCheck, TensorRef} from "../types/Trace.sol";
 
 /// @title MoveReferee: one output element of a data-movement or constant op of a repro trace, checked on-chain.
 /// @notice Data movement copies bits: output element e of `reshape` is input element e, of `t` (the last two dims
-///         swapped) and `narrow(dim, start, length)` the input element their index maps give; a `const` is its
-///         attribute rounded to float32 and `zeros` is +0 (`gensyn_py/repro/reference.py`). The contract proves
-///         the op leaf, the input element the map names and the claimant's output element, and compares.
-/// @dev The other movement ops (`permute`, `cat`, `append_ones`, `take`, `embed`, `gather`) and `index_map` are not
+///         swapped), `narrow(dim, start, length)` and `cat(dim)` the input element their index maps give; a
+///         `const` is its attribute rounded to float32 and `zeros` is +0 (`gensyn_py/repro/reference.py`). The
+///         contract proves the op leaf, the input element the map names and the claimant's output element, and
+///         compares.
+/// @dev The other movement ops (`permute`, `append_ones`, `take`, `embed`, `gather`) and `index_map` are not
 ///      decided yet (docs/dispute-game.md).
 contract MoveReferee {
     bytes32 internal constant CONST = keccak256("const");
@@ -20,6 +21,7 @@ contract MoveReferee {
     bytes32 internal constant RESHAPE = keccak256("reshape");
     bytes32 internal constant TRANSPOSE = keccak256("t");
     bytes32 internal constant NARROW = keccak256("narrow");
+    bytes32 internal constant CAT = keccak256("cat");
 
     /// @notice Prove `c` against `opened` (its op leaf as a one-leaf tree, or any tree holding it) and recompute
     ///         its output element: `same` when the committed bits are the rule's.
@@ -43,9 +45,15 @@ contract MoveReferee {
             }
             return (expected, committed, ElementStep.same(c.out.dtype, expected, committed));
         }
-        if (c.op.inputs.length != 1 || c.input.root != c.op.inputs[0].root) revert ITraceProofs.InputRootMismatch(0);
         if (c.input.dtype != c.out.dtype) revert ITraceProofs.BadMove(code);
-        uint256 source = _source(code, c.op.attrsHash, c.input, c.out, c.outEl.element, c.ints);
+        uint256 source;
+        if (code == CAT) {
+            source = _catSource(c);
+        } else {
+            if (c.op.inputs.length != 1 || c.input.root != c.op.inputs[0].root)
+                revert ITraceProofs.InputRootMismatch(0);
+            source = _source(code, c.op.attrsHash, c.input, c.out, c.outEl.element, c.ints);
+        }
         // INVARIANT: the input element opened is the one the op copies to the disputed output element.
         if (c.inEl.element != source) revert ITraceProofs.WrongOperand(c.inEl.element, source);
         expected = TraceProofs.elementBits(c.input, c.inEl);
@@ -101,5 +109,41 @@ contract MoveReferee {
         for (uint256 d = dim + 1; d < shape.length; ++d) inner *= shape[d];
         uint256 outer = e / (ints[2] * inner);
         return (outer * shape[dim] + ints[1] + ((e / inner) % ints[2])) * inner + (e % inner);
+    }
+
+    /// @dev cat(dim): output element e copies an element of input k, the input whose run along `dim` holds e's
+    ///      position there. `c.input` is input k; `c.ints` = [dim, then for each input j < k its length along `dim`
+    ///      and its data root], each such input proven against its root in the op leaf by the header it shares
+    ///      with input k but for that length, so the offset of input k's run is the committed one.
+    function _catSource(MoveCheck calldata c) private pure returns (uint256) {
+        uint256[] calldata ints = c.ints;
+        if (ints.length % 2 == 0) revert ITraceProofs.BadMove(CAT);
+        // INVARIANT: `dim` is the op's committed attribute.
+        if (keccak256(abi.encodePacked("[", Strings.toString(ints[0]), "]")) != c.op.attrsHash)
+            revert ITraceProofs.BadAttributes(c.op.attrsHash);
+        uint256 k = ints.length / 2;
+        if (k >= c.op.inputs.length || c.input.root != c.op.inputs[k].root) revert ITraceProofs.InputRootMismatch(k);
+        uint256 dim = ints[0];
+        uint256[] memory dims = c.input.shape;
+        uint256[] calldata outShape = c.out.shape;
+        if (dim >= dims.length || outShape.length != dims.length) revert ITraceProofs.BadMove(CAT);
+        uint256 length = dims[dim];
+        uint256 offset;
+        for (uint256 j; j < k; ++j) {
+            dims[dim] = ints[1 + 2 * j];
+            bytes32 root = keccak256(abi.encodePacked(c.input.dtype, dims.length, dims, bytes32(ints[2 + 2 * j])));
+            if (root != c.op.inputs[j].root) revert ITraceProofs.InputRootMismatch(j);
+            offset += dims[dim];
+        }
+        uint256 inner = 1;
+        for (uint256 d; d < dims.length; ++d) {
+            if (d != dim && outShape[d] != c.input.shape[d]) revert ITraceProofs.BadMove(CAT);
+            if (d > dim) inner *= outShape[d];
+        }
+        uint256 e = c.outEl.element;
+        uint256 pos = (e / inner) % outShape[dim];
+        // INVARIANT: input k is the one the output element's position along `dim` falls in.
+        if (pos < offset || pos >= offset + length) revert ITraceProofs.BadMove(CAT);
+        return ((e / (inner * outShape[dim])) * length + pos - offset) * inner + (e % inner);
     }
 }

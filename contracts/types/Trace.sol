@@ -100,8 +100,9 @@ struct DotMove {
 }
 
 /// @notice The last move over one element of a data-movement or constant op (`MoveReferee.check`): the op leaf,
-///         its one input's header and the input element the output element is a copy of (unused for a constant),
-///         the output header and element, narrow's (dim, start, length) and a constant's value as a double.
+///         the header of the input the output element is a copy of (unused for a constant) and that input element,
+///         the output header and element, the integers of the op's index map (narrow: dim, start, length; cat: dim,
+///         then each earlier input's length along dim and data root) and a constant's value as a double.
 struct MoveCheck {
     OpOpening op;
     TensorRef input;

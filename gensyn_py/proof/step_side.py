@@ -60,7 +60,7 @@ def bare(opened: OpOpening) -> tuple[Any, ...]:
 
 
 CONTEST = Refutation("descend", ())  # contest the output: the counter's first descent (its args come from the chain)
-MOVES = frozenset(["const", "zeros", "reshape", "t", "narrow"])  # what `MoveReferee` decides
+MOVES = frozenset(["const", "zeros", "reshape", "t", "narrow", "cat"])  # what `MoveReferee` decides
 
 
 class StepSide:
@@ -152,17 +152,24 @@ class StepSide:
     def _move_check(self, opened: OpOpening, element: int, out: tuple[Any, ...], out_el: tuple[Any, ...]
                     ) -> tuple[Any, ...]:
         """The `MoveCheck` of output element `element` of a movement or constant op: the input element it copies
-        (found by running the op on the input's flat positions), narrow's attributes, a constant's value."""
+        (found by running the op on the input's flat positions), narrow's attributes, a constant's value; for a
+        ``cat``, the input holding it and the length along ``dim`` and data root of every input before that one."""
         op = self.trace.ops[opened.index]
         none: tuple[bytes, int, list[int]] = (bytes(32), 0, [])  # no input: a TensorRef of nothing
         if op.code in ("const", "zeros"):
             value = double_bits(float(op.attrs[0])) if op.code == "const" else 0
             return (bare(opened), none, NO_ELEMENT.as_arg(), out, out_el, [], value)
-        (j,) = op.inputs
-        x = self.trace.values[j]
-        positions = np.arange(x.size, dtype=np.int64).reshape(x.shape)
-        source = int(np.asarray(R.execute(op.code, [positions], op.attrs)).reshape(-1)[element])
-        ints = [int(v) for v in op.attrs] if op.code == "narrow" else []
+        # Tag every input element with (input, flat position) and run the op on the tags.
+        tags = [(k << 40) + np.arange(self.trace.values[j].size, dtype=np.int64).reshape(self.trace.values[j].shape)
+                for k, j in enumerate(op.inputs)]
+        tag = int(np.asarray(R.execute(op.code, tags, op.attrs)).reshape(-1)[element])
+        k, source = tag >> 40, tag & ((1 << 40) - 1)
+        j = op.inputs[k]
+        ints = [int(v) for v in op.attrs] if op.code in ("narrow", "cat") else []
+        if op.code == "cat":
+            dim = int(op.attrs[0])
+            for before in op.inputs[:k]:
+                ints += [self.trace.values[before].shape[dim], int.from_bytes(self.data_tree(before).root, "big")]
         return (bare(opened), tensor_ref(self.trace, j).as_arg(), open_element(self.trace, j, source).as_arg(),
                 out, out_el, ints, 0)
 

@@ -156,7 +156,7 @@ def test_one_flipped_bit_in_one_elementwise_op_is_pinpointed_and_decided_by_the_
 
 
 @pytest.mark.parametrize(("code", "after", "element"), [("reshape", 20, 9), ("t", 0, 33), ("narrow", 0, 100),
-                                                     ("const", 20, 0)])
+                                                     ("const", 20, 0), ("cat", 0, 1100)])
 def test_one_flipped_bit_in_a_copy_or_a_constant_is_decided_by_the_contract(
     proto: Protocol, game: Any, code: str, after: int, element: int
 ) -> None:
@@ -171,6 +171,13 @@ def test_one_flipped_bit_in_a_copy_or_a_constant_is_decided_by_the_contract(
         move = list(r.args[0])
         move[5] = [move[5][0], move[5][1] + 1, move[5][2]]
         expect(p, "BadAttributes", a[3], game.functions.refuteMove(played.game_id, tuple(move)))
+    if code == "cat":  # element 1100 of the parameters is in the third: the first two runs are proven
+        move = list(r.args[0])
+        assert move[5][0] == 0 and len(move[5]) == 5
+        move[5] = [0, move[5][1] + 8, *move[5][2:]]
+        expect(p, "InputRootMismatch", a[3], game.functions.refuteMove(played.game_id, tuple(move)))
+        move[5] = r.args[0][5][:3]  # as if the element were in the second input
+        expect(p, "InputRootMismatch", a[3], game.functions.refuteMove(played.game_id, tuple(move)))
     if code != "const":  # the input element opened must be the one the op copies
         move = list(r.args[0])
         move[2] = open_element(honest(), honest().ops[i].inputs[0], (move[2][0] + 1) % 16).as_arg()
