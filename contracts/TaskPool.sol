@@ -9,7 +9,18 @@ import {IDisputeResolver} from "./interfaces/IDisputeResolver.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {ITaskPool} from "./interfaces/ITaskPool.sol";
 import {Hardware, JobParams, JobStatus, Outcome, PoolParams, UnitStatus} from "./types/Types.sol";
-import {Availability, Books, Job, JobCore, Panel, Partial, PoolState, StoredUnit, Unit} from "./types/Pool.sol";
+import {
+    Availability,
+    Books,
+    Job,
+    JobCore,
+    Panel,
+    Partial,
+    PoolState,
+    StepTable,
+    StoredUnit,
+    Unit
+} from "./types/Pool.sol";
 import {DataAvailability} from "./libraries/DataAvailability.sol";
 import {Disputes} from "./libraries/Disputes.sol";
 import {Ledger} from "./libraries/Ledger.sol";
@@ -387,6 +398,12 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     function partialOf(uint256 unitId) external view returns (address solver, bytes32 root, uint32 segments) {
         Partial storage p = _s.partials[unitId];
         return (p.solver, p.root, p.segments);
+    }
+
+    /// @inheritdoc ITaskPool
+    function stepTable(uint256 jobId) external view returns (bytes32 root, uint32 interval) {
+        StepTable storage t = _s.steps[jobId];
+        return (t.root, t.interval);
     }
 
     /// @inheritdoc ITaskPool

@@ -196,8 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     send(w3, account, token.functions.approve(pool.address, escrow))
 
     # The spec has no "mode": it is `repro`, so the job's verification is VERIFY_REPRO (0): any validator.
+    # No step table (stepsRoot zero): building one means tracing a step with the repro kernels, which this
+    # script does not have, so a dispute over this job goes to the committee instead of the on-chain game.
     job_params = (spec_hash, spec_cid, ROUNDS, SHARDS, STEPS, INTERVAL, DEVICE_CLASS_CPU, 64, 0,
-                  MAX_PRICE, COLLATERAL, COMMIT_WINDOW, VERIFY_REPRO)
+                  MAX_PRICE, COLLATERAL, COMMIT_WINDOW, VERIFY_REPRO, b"\0" * 32)
     receipt = send(w3, account, pool.functions.submitJob(job_params))
     (submitted,) = pool.events.JobSubmitted().process_receipt(receipt)
     job_id = int(submitted["args"]["jobId"])

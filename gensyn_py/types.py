@@ -178,6 +178,7 @@ class JobParams(Struct):
     collateral_per_unit: int
     commit_window: int  # seconds a solver has between claim and commit
     verification: int = 0  # VERIFY_REPRO: anyone replays; VERIFY_EXACT: only the solver's replay class
+    steps_root: bytes = bytes(32)  # repro only: the step table's root (`proof/step_table.py`); zero: none
 
 
 @dataclass(frozen=True)

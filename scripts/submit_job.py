@@ -109,7 +109,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
         q = prepare_job(req, loaded.spec, offer)
         console.print(f"checks passed: {q.units} unit(s), escrow {format_tokens(q.escrow)} tokens; nothing sent")
         return 0
-    result = submit_job(req, loaded.spec, offer)
+    with console.status("building the step table, then submitting…") as status:
+        def on_unit(done: int, total: int) -> None:
+            status.update(f"step table: {done}/{total} units' steps hashed…")
+
+        result = submit_job(req, loaded.spec, offer, on_unit)
     console.print(f"job {result.job_id} submitted: {result.units} unit(s), {format_tokens(result.escrow)} tokens "
                   f"escrowed (tx {result.tx_hash})", soft_wrap=True)
     watcher = JobWatcher(req.view, result.job_id, loaded.spec.rounds, loaded.spec.shards)

@@ -295,6 +295,9 @@ interface ITaskPool {
     /// @notice The unit's latest partial commitment (zero if none); kept across reopenings. Its manifest CID is in
     ///         the matching `UnitPartialCommitted` event.
     function partialOf(uint256 unitId) external view returns (address solver, bytes32 root, uint32 segments);
+    /// @notice A repro job's step table root and steps per segment (zero: the job has none, and its disputes go to
+    ///         the committee).
+    function stepTable(uint256 jobId) external view returns (bytes32 root, uint32 interval);
     /// @notice Claim score of `node` for `unitId` and the score currently required.
     function claimScore(address node, uint256 unitId) external view returns (uint256 score, uint256 required);
     /// @notice Verdict state of validator slot `i` of `unitId`: 0 none, 1 committed, 2 accept, 3 reject, 4 skipped.

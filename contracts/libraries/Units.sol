@@ -4,7 +4,7 @@ pragma solidity ^0.8.24;
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {ITaskPool} from "../interfaces/ITaskPool.sol";
 import {Hardware, JobParams, JobStatus, UnitStatus, VERIFY_EXACT} from "../types/Types.sol";
-import {Books, Job, JobCore, Panel, Partial, PoolState, StoredUnit, Unit} from "../types/Pool.sol";
+import {Books, Job, JobCore, Panel, Partial, PoolState, StepTable, StoredUnit, Unit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
 import {Scoring} from "./Scoring.sol";
 import {Verdicts} from "./Verdicts.sol";
@@ -97,7 +97,16 @@ library Units {
             collateralPerUnit: p.collateralPerUnit
         });
         j.commitWindow = p.commitWindow;
+        if (p.stepsRoot != 0) _storeSteps(s, jobId, p);
         s.books.escrow(j, budget);
+    }
+
+    /// @dev Keep a repro job's step table root and steps per segment for the dispute game.
+    function _storeSteps(PoolState storage s, uint256 jobId, JobParams calldata p) private {
+        // INVARIANT: only a repro job's steps are judged by the game; an exact one's disputes stay with the
+        // committee of its replay class.
+        if (p.verification == VERIFY_EXACT) revert ITaskPool.InvalidJobParams("stepsRoot");
+        s.steps[jobId] = StepTable(p.stepsRoot, p.checkpointInterval);
     }
 
     /// @notice Bind exact unit `unitId` to its claiming solver's replay class: its validators and any dispute

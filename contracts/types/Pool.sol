@@ -94,6 +94,13 @@ struct Partial {
     uint32 segments;
 }
 
+/// @dev A repro job's step table (`JobParams.stepsRoot`) and its steps per segment: what the dispute game
+///      reads. Written only for a job that has one, so other jobs pay no SSTORE for it.
+struct StepTable {
+    bytes32 root;
+    uint32 interval;
+}
+
 /// @dev The drawn validators of one unit and their sealed verdicts.
 struct Panel {
     /// @dev Slot i: validator address in the low 160 bits, verdict state (`Verdicts.NONE`..) in bits 160..167.
@@ -142,4 +149,6 @@ struct PoolState {
     ///      never write it (no SSTORE on their honest path).
     mapping(uint256 => bytes32) unitClass;
     mapping(uint256 => Availability) avail;
+    /// @dev Repro jobs with a step table only (`StepTable`).
+    mapping(uint256 => StepTable) steps;
 }

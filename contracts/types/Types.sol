@@ -24,6 +24,9 @@ struct JobParams {
     uint128 collateralPerUnit;
     uint64 commitWindow; // seconds a solver has between claim and commit
     uint8 verification; // VERIFY_REPRO (0): any machine; VERIFY_EXACT (1): only within the solver's replay class
+    /// @dev Repro jobs only: the root of the job's step table (each training step's program and inputs,
+    ///      docs/formats.md section 11), what a dispute game judges a step against; zero for none.
+    bytes32 stepsRoot;
 }
 
 /// @dev `JobParams.verification`: `repro` units use the project's deterministic kernels, bit-exact on any

@@ -178,6 +178,11 @@ class TaskPool(BoundContract):
         """The unit's latest partial commitment (its manifest CID is in the `UnitPartialCommitted` event)."""
         return UnitPartial.from_abi(self.call("partialOf", unit_id, block=block))
 
+    def step_table(self, job_id: int, *, block: Block = "latest") -> tuple[bytes, int]:
+        """A repro job's step table root and steps per segment (zero root: none; its disputes go to the committee)."""
+        root, interval = self.call("stepTable", job_id, block=block)
+        return bytes(root), int(interval)
+
     def num_segments(self, unit_id: int, *, block: Block = "latest") -> int:
         return int(self.call("numSegments", unit_id, block=block))
 

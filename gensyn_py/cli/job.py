@@ -121,8 +121,11 @@ def submit(settings: Settings, spec_path: Path, dataset_file: Path | None, max_p
                       f"(balance {format_tokens(q.balance)}, approval needed {format_tokens(q.approval_needed)}); "
                       "nothing sent")
         return
-    with console.status("checking the spec and dataset, then submitting…"):
-        result = submit_job(req, loaded.spec, offer)
+    with console.status("checking the spec and dataset, then submitting…") as status:
+        def on_unit(done: int, total: int) -> None:
+            status.update(f"step table: {done}/{total} units' steps hashed…")
+
+        result = submit_job(req, loaded.spec, offer, on_unit)
     console.print(f"job [bold]{result.job_id}[/] submitted: {_units(result.units)}, "
                   f"{format_tokens(result.escrow)} tokens escrowed (tx {result.tx_hash})", soft_wrap=True)
     console.print(f"spec {result.spec_cid} (hash 0x{result.spec_hash.hex()})", soft_wrap=True)

@@ -6,6 +6,9 @@
   `submitJob` call can be decoded from its transaction, rounds, shards, steps per
   unit, checkpoint interval and device class equal the spec's;
 - the dataset's labels fit the model (classes, or the vocabulary of a language model);
+- a repro job's on-chain step table root, when it has one, is the spec's and dataset's
+  (`proof/step_table.py`): a dispute game judges the solver's steps against that table, so a
+  solver that took a job with another table could lose a game while training exactly the spec;
 - the model fits the node's memory: parameters x 4 bytes x (weights, gradients and
   two Adam moments) plus activations at the batch size, under 80% of `memory_mb`;
 - the training fits the commit window at the node's measured throughput, with a margin.
@@ -129,11 +132,26 @@ def check_fit(spec: JobSpec, hardware: HardwareProfile, commit_window: int | Non
     return est
 
 
+def check_steps(spec: JobSpec, dataset: Dataset, steps_root: bytes) -> None:
+    """A job's on-chain step table root is zero (no game) or the one the spec and dataset give."""
+    if steps_root == bytes(32):
+        return
+    if spec.mode != "repro":
+        raise UnfitJob(f"an {spec.mode} job has a step table root on-chain")
+    from gensyn_py.proof.step_table import step_table
+
+    mine = step_table(spec, dataset).root()
+    if mine != steps_root:
+        raise UnfitJob(f"the job's on-chain step table root 0x{steps_root.hex()} is not its spec's and dataset's "
+                       f"(0x{mine.hex()}): a dispute would judge honest steps against another program or batch")
+
+
 def preflight(spec: JobSpec, dataset: Dataset | None, hardware: HardwareProfile, unit: Unit,
-              num_segments: int | None, params: JobParams | None) -> Estimate:
+              num_segments: int | None, params: JobParams | None, steps_root: bytes = bytes(32)) -> Estimate:
     """Every check, cheapest first; raises `UnfitJob` at the first that fails."""
     check_shape(spec, unit, num_segments, params)
     est = check_fit(spec, hardware, None if params is None else params.commit_window)
     if dataset is not None:
         check_labels(spec, dataset)
+        check_steps(spec, dataset, steps_root)
     return est

@@ -219,7 +219,8 @@ class SolverDaemon(NodeDaemon):
             params = self.job_params(unit.job_id)
             segments = None if unit.shard == AGGREGATION_SHARD else self.pool.num_segments(unit.unit_id)
             dataset = self.content.dataset(unit.job_id)
-            est = preflight(spec, dataset, self.config.hardware, unit, segments, params)
+            steps_root, _ = self.pool.step_table(unit.job_id)
+            est = preflight(spec, dataset, self.config.hardware, unit, segments, params, steps_root)
             self._fit[unit.job_id] = (params, segments)
             self.log.info("unit.preflight", job=unit.job_id, unit=unit.unit_id, params=est.params,
                           memory_mb=round(est.memory_mb, 1), est_s=round(est.seconds, 2),

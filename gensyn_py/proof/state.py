@@ -5,9 +5,11 @@ float32 little-endian, RNG state as uint8, cursor as int64. Equal states give
 equal bytes in any process.
 
 The state hash is not a hash of those bytes but the OpenZeppelin-compatible Merkle root
-(``crypto.merkle``) of one entry per tensor, keys sorted:
+(``crypto.merkle``) of one entry per tensor,
 
-    entry(key) = keccak256(attrs_hash((key,)) ++ tensor_root(tensor))
+    entry(key) = keccak256(key_hash(key) ++ tensor_root(tensor)),   key_hash(key) = attrs_hash((key,)),
+
+in the order of their key hashes (so a contract, which cannot compare strings, can check the order).
 
 with ``tensor_root`` of ``proof/tensor_commit.py``. That entry is exactly the leaf a step trace's named
 input ``key`` has (``proof/step_program.input_leaf``), so a dispute proves one tensor of a committed
@@ -65,19 +67,29 @@ def decode_state(data: bytes) -> dict[str, torch.Tensor]:
     return dict(state)
 
 
+def key_hash(key: str) -> bytes:
+    """keccak256 of the canonical JSON of ``[key]``: a state entry's key, and a named input op's attributes."""
+    return attrs_hash((key,))
+
+
 def state_entry(key: str, tensor: np.ndarray[Any, Any]) -> bytes:
     """The state tree's leaf of tensor `key`: a step trace's input leaf of the same name and value."""
-    return keccak256(attrs_hash((key,)) + tensor_root(tensor))
+    return keccak256(key_hash(key) + tensor_root(tensor))
+
+
+def state_keys(tensors: Mapping[str, Any]) -> list[str]:
+    """The keys in the state tree's order: by key hash."""
+    return sorted(tensors, key=key_hash)
 
 
 def _entries(tensors: Mapping[str, np.ndarray[Any, Any]]) -> list[bytes]:
     if not tensors:
         raise VerificationError("a state holds at least one tensor")
-    return [state_entry(k, tensors[k]) for k in sorted(tensors)]
+    return [state_entry(k, tensors[k]) for k in state_keys(tensors)]
 
 
 def state_root(tensors: Mapping[str, np.ndarray[Any, Any]]) -> bytes:
-    """The Merkle root of the entries of canonical `tensors`, keys sorted."""
+    """The Merkle root of the entries of canonical `tensors`, in key-hash order."""
     return merkle_root(_entries(tensors))
 
 
@@ -85,7 +97,7 @@ def state_proof(tensors: Mapping[str, np.ndarray[Any, Any]], key: str) -> list[b
     """The path of tensor `key`'s entry up to ``state_root(tensors)``."""
     if key not in tensors:
         raise VerificationError(f"the state holds no tensor {key!r}")
-    return merkle_proof(_entries(tensors), sorted(tensors).index(key))
+    return merkle_proof(_entries(tensors), state_keys(tensors).index(key))
 
 
 def tensors_of_bytes(data: bytes) -> dict[str, np.ndarray[Any, Any]]:

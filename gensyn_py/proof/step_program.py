@@ -1,18 +1,21 @@
 """The program and the named inputs of one traced step, as ``contracts/StepGame.sol`` opens them.
 
 - Program entry i binds what op i is, never what it computed: ``keccak256(uint256 i ++ keccak(code) ++
-  attributes hash ++ uint256 input id...)``.  The program is a pure function of the spec (the family, sizes,
-  optimizer, batch size and the step's learning rate), so every honest node derives the same root.
+  attributes hash ++ uint256 input id...)``.  Output entry: ``keccak256(key hash ++ uint256 op id)`` for each
+  named output (``state.key_hash``; the next state's tensors by key, and ``loss``), in key-hash order.  The
+  program root is ``hash_pair(ops root, outputs root)``.  It is a pure function of the spec (the family, sizes,
+  optimizer and batch size; the learning rate is the named input ``lr``), so every honest node derives it.
 - A named-input entry binds a step input's name to its tensor: ``keccak256(attributes hash of the input op ++
   tensor root)``.
 
-Both roots are OpenZeppelin-compatible Merkle roots (``crypto.merkle``) over the entries in trace order.
+The ops and inputs roots are OpenZeppelin-compatible Merkle roots (``crypto.merkle``) over the entries in
+trace order.
 """
 
 from __future__ import annotations
 
 from gensyn_py.crypto.hashing import keccak256, uint256
-from gensyn_py.crypto.merkle import merkle_proof, merkle_root
+from gensyn_py.crypto.merkle import hash_pair, merkle_proof, merkle_root
 from gensyn_py.proof.trace import Trace, TraceError, attrs_hash
 
 
@@ -31,12 +34,30 @@ def program_leaves(trace: Trace) -> list[bytes]:
     return [program_leaf(trace, i) for i in range(len(trace.ops))]
 
 
-def program_root(trace: Trace) -> bytes:
+def output_leaf(key: str, op: int) -> bytes:
+    """keccak256(key hash ++ uint256 op id): named output `key` is op `op`'s output."""
+    return keccak256(attrs_hash((key,)) + uint256(op))
+
+
+def outputs_root(trace: Trace) -> bytes:
+    if not trace.outputs:
+        raise TraceError("a step trace without named outputs")
+    keys = sorted(trace.outputs, key=lambda k: attrs_hash((k,)))
+    return merkle_root([output_leaf(k, trace.outputs[k]) for k in keys])
+
+
+def ops_root(trace: Trace) -> bytes:
     return merkle_root(program_leaves(trace))
 
 
+def program_root(trace: Trace) -> bytes:
+    """hash_pair(ops root, outputs root): what the step runs and where its named outputs come from."""
+    return hash_pair(ops_root(trace), outputs_root(trace))
+
+
 def program_proof(trace: Trace, i: int) -> list[bytes]:
-    return merkle_proof(program_leaves(trace), i)
+    """The path of program entry i up to ``program_root`` (its last sibling is the outputs root)."""
+    return [*merkle_proof(program_leaves(trace), i), outputs_root(trace)]
 
 
 def _input_ids(trace: Trace) -> list[int]:

@@ -5,7 +5,9 @@ The trace's named inputs and outputs are the checkpoint's own tensors, by their 
 the flat vector ``train_step`` works on (``cat`` of ``reshape``s) and cuts the results back into per-parameter
 tensors (``narrow`` and ``reshape``, as ``unflatten``).  So an input's leaf is the state tree's entry of the
 same key at step t, and an output's tensor root the entry at t + 1: a dispute binds the trace to the
-committed state roots with Merkle paths alone.  ``x`` and ``y`` (the batch) are the other inputs.
+committed state roots with Merkle paths alone.  The step's other inputs are the batch (``x``, ``y``) and
+its learning rate (``lr``, a float32 scalar): the schedule's value is an input, not an attribute, so every
+step of a unit but its first (which has no optimizer state yet) runs one program.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 
 def trace_step(trainer: Trainer) -> Trace:
     """Record the trainer's next step (without taking it) as a trace: inputs are the state's parameters and
-    optimizer state by their state keys, the batch (``x``, ``y``); outputs the loss and the next state's
+    optimizer state by their state keys, the batch (``x``, ``y``) and ``lr``; outputs the loss and the next state's
     parameters and optimizer state by the same keys."""
     from gensyn_py.repro.backend import TORCH
     from gensyn_py.train.repro_step import FLAT_KEYS, ReproStep, train_step, unflatten
@@ -44,8 +46,8 @@ def trace_step(trainer: Trainer) -> Trace:
     first = "optim/" + prog.names[0] + "/{}"
     opt = {k: flat_of(k) if k in flat_keys else tb.input(first.format(k), state[first.format(k)])
            for k in sorted(rt.opt)}
-    loss, flat, new_opt = train_step(be, prog, flat, opt, tb.input("x", x), tb.input("y", y),
-                                     trainer.learning_rate(trainer.step))
+    lr = tb.input("lr", TORCH.const(trainer.learning_rate(trainer.step), x))
+    loss, flat, new_opt = train_step(be, prog, flat, opt, tb.input("x", x), tb.input("y", y), lr)
     tb.output("loss", loss)
     for n, v in unflatten(be, prog, flat).items():
         tb.output(f"model/{n}", v)

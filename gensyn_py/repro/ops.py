@@ -266,7 +266,13 @@ def sgd_momentum(be: Backend, p: Arr, g: Arr, buf: Arr, cfg: SgdConfig) -> tuple
     return be.sub(p, be.mul(buf, be.const(cfg.lr, p))), buf
 
 
-def sgd(be: Backend, p: Arr, g: Arr, buf: Arr | None, lr: float, momentum: float = 0.0,
+def rate(be: Backend, lr: float | Arr, like: Arr) -> Arr:
+    """The learning rate as a tensor: a float becomes a ``const`` op; a tensor (a step trace's named input
+    ``lr``, so that the step's program does not depend on the schedule) is used as it is. Same bits either way."""
+    return be.const(lr, like) if isinstance(lr, int | float) else lr
+
+
+def sgd(be: Backend, p: Arr, g: Arr, buf: Arr | None, lr: float | Arr, momentum: float = 0.0,
         weight_decay: float = 0.0) -> tuple[Arr, Arr | None]:
     """torch.optim.SGD's update as primitives: g = g + p*wd (if wd); with momentum, buf = g on the first
     step (buf None) else buf*momentum + g, and g = buf; p = p - g*lr.  Returns (p, buf)."""
@@ -275,12 +281,12 @@ def sgd(be: Backend, p: Arr, g: Arr, buf: Arr | None, lr: float, momentum: float
     if momentum:
         buf = g if buf is None else be.add(be.mul(buf, be.const(momentum, p)), g)
         g = buf
-    return be.sub(p, be.mul(g, be.const(lr, p))), buf
+    return be.sub(p, be.mul(g, rate(be, lr, p))), buf
 
 
 @dataclass
 class AdamWConfig:
-    lr: float = 1e-3
+    lr: float | Arr = 1e-3
     beta1: float = 0.9
     beta2: float = 0.999
     eps: float = 1e-8
@@ -295,7 +301,7 @@ def adamw(be: Backend, p: Arr, g: Arr, m: Arr, v: Arr, b1t: Arr, b2t: Arr, cfg: 
     one = be.const(1.0, p)
     b1 = be.const(cfg.beta1, p)
     b2 = be.const(cfg.beta2, p)
-    lr = be.const(cfg.lr, p)
+    lr = rate(be, cfg.lr, p)
     p = be.sub(p, be.mul(p, be.mul(lr, be.const(cfg.weight_decay, p))))
     m = be.add(be.mul(m, b1), be.mul(g, be.sub(one, b1)))
     v = be.add(be.mul(v, b2), be.mul(be.mul(g, be.sub(one, b2)), g))

@@ -4,13 +4,16 @@ Nothing is sent until the spec parses, its dataset is in the store and fits
 the model (`validate.py`), the terms and the job's shape pass the pool's rules
 and bounds (`pricing.py`), and the account holds the escrow in tokens and some
 ether for gas. A failure on any of those is an error naming the problem (or
-the shortfall) and the chain is untouched. Only then is the canonical spec
-stored (its keccak is the on-chain spec hash), the allowance raised to the
-escrow if it is short, and the job submitted.
+the shortfall) and the chain is untouched. Only then is a repro job's step
+table built (`proof/step_table.py`: its root goes on-chain, so that a dispute
+game judges each step against it), the canonical spec stored (its keccak is
+the on-chain spec hash), the allowance raised to the escrow if it is short,
+and the job submitted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,6 +26,7 @@ from gensyn_py.types import DEVICE_CLASSES, VERIFICATION_MODES, JobParams, PoolP
 
 if TYPE_CHECKING:
     from gensyn_py.requester.session import Requester
+    from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
 
 
@@ -54,15 +58,16 @@ class SubmitResult:
     block: int
 
 
-def job_params(spec: JobSpec, spec_cid: str, offer: Offer) -> JobParams:
-    """What `submitJob` takes: the spec's shape and hardware needs, and the offer's terms."""
+def job_params(spec: JobSpec, spec_cid: str, offer: Offer, steps_root: bytes = bytes(32)) -> JobParams:
+    """What `submitJob` takes: the spec's shape and hardware needs, the offer's terms and (repro) the root of the
+    job's step table."""
     return JobParams(
         spec_hash=spec.spec_hash(), spec_cid=spec_cid, rounds=spec.rounds, shards=spec.shards,
         steps_per_unit=spec.steps_per_unit, checkpoint_interval=spec.checkpoint_interval,
         device_class=DEVICE_CLASSES[spec.hardware.device_class], min_memory_mb=spec.hardware.min_memory_mb,
         min_throughput=offer.min_throughput, max_price_per_unit=offer.max_price_per_unit,
         collateral_per_unit=offer.collateral_per_unit, commit_window=offer.commit_window,
-        verification=VERIFICATION_MODES[spec.mode],
+        verification=VERIFICATION_MODES[spec.mode], steps_root=steps_root,
     )
 
 
@@ -98,18 +103,30 @@ def prepare_job(requester: Requester, spec: JobSpec, offer: Offer) -> Quote:
     return quote(requester, spec, offer)
 
 
-def submit_job(requester: Requester, spec: JobSpec, offer: Offer | None = None) -> SubmitResult:
-    """Check everything, then store the spec, approve what the allowance lacks, and submit."""
+def steps_root_of(spec: JobSpec, dataset: Dataset, on_unit: Callable[[int, int], None] | None = None) -> bytes:
+    """A repro job's step table root (``proof/step_table.py``), so that its disputes are judged by the on-chain
+    game; zero for an exact job (its disputes go to the committee of its replay class)."""
+    from gensyn_py.proof.step_table import step_table
+
+    return step_table(spec, dataset, on_unit).root() if spec.mode == "repro" else bytes(32)
+
+
+def submit_job(requester: Requester, spec: JobSpec, offer: Offer | None = None,
+               on_unit: Callable[[int, int], None] | None = None) -> SubmitResult:
+    """Check everything, build the step table (`on_unit(done, total)` after each unit's steps), then store the
+    spec, approve what the allowance lacks, and submit."""
     from gensyn_py.train.spec import canonical_json
 
     offer = offer or Offer()
-    q = prepare_job(requester, spec, offer)
+    dataset = validate_job(spec, requester.store, requester.timeout)
+    q = quote(requester, spec, offer)
+    steps_root = steps_root_of(spec, dataset, on_unit)
     spec_cid = requester.store.put(canonical_json(spec.model_dump(mode="json")))
     approved = q.approval_needed
     if approved:
         requester.token.approve(requester.pool.address, approved)
     pool = requester.pool
-    receipt = pool.submit_job(job_params(spec, spec_cid, offer))
+    receipt = pool.submit_job(job_params(spec, spec_cid, offer, steps_root))
     tx_hash = receipt["transactionHash"].to_0x_hex()
     submitted = pool.events(receipt, "JobSubmitted")
     if not submitted:

@@ -47,7 +47,7 @@ class PoisonKit:
         return self.market.requester.store.put(data), keccak256(data)
 
     def submit_raw(self, spec: dict[str, Any], spec_cid: str, spec_hash: bytes, window: int | None = None,
-                   **shape: int) -> int:
+                   **shape: Any) -> int:
         """`submitJob` with these content ids and the spec's shape, `shape` overriding fields of `JobParams`."""
         requester = self.market.requester
         parsed = parse_spec(spec)
@@ -63,7 +63,7 @@ class PoisonKit:
         receipt = requester.pool.submit_job(params)
         return int(requester.pool.events(receipt, "JobSubmitted")[0]["jobId"])
 
-    def submit_stored(self, spec: dict[str, Any], window: int | None = None, **shape: int) -> int:
+    def submit_stored(self, spec: dict[str, Any], window: int | None = None, **shape: Any) -> int:
         cid, digest = self.store_spec(spec)
         return self.submit_raw(spec, cid, digest, window, **shape)
 
@@ -133,6 +133,12 @@ def more_segments_on_chain(kit: PoisonKit) -> int:
     return kit.submit_stored(spec, checkpoint_interval=int(spec["checkpoint_interval"]) // 2)
 
 
+def wrong_step_table(kit: PoisonKit) -> int:
+    """A good repro spec whose on-chain step table root is not the spec's: a dispute game would judge the
+    steps of an honest solver against another program or batch, and convict it."""
+    return kit.submit_stored(kit.good_spec(), steps_root=keccak256(b"another job's step table"))
+
+
 PoisonKind = Callable[[PoisonKit], int]
 
 KINDS: dict[str, PoisonKind] = {
@@ -146,6 +152,7 @@ KINDS: dict[str, PoisonKind] = {
     "more_rounds_on_chain": more_rounds_on_chain,
     "more_shards_on_chain": more_shards_on_chain,
     "more_segments_on_chain": more_segments_on_chain,
+    "wrong_step_table": wrong_step_table,
 }
 
 # The bench's five: one of each way a job fails (unfetchable, inconsistent content, does not fit, wrong shape).

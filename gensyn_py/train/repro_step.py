@@ -74,7 +74,7 @@ def loss_of(ex: Any, prog: StepProgram, params: Mapping[str, Any], x: Any, y: An
 
 
 def train_step(
-    be: Backend, prog: StepProgram, flat: Any, opt: Mapping[str, Any], x: Any, y: Any, lr: float
+    be: Backend, prog: StepProgram, flat: Any, opt: Mapping[str, Any], x: Any, y: Any, lr: float | Any
 ) -> tuple[Any, Any, dict[str, Any]]:
     """One step: forward, loss, backward (tape), optimizer update.  Returns (loss (1, 1), flat, opt)."""
     from gensyn_py.repro.tape import Tape
@@ -88,7 +88,7 @@ def train_step(
     return loss.value, flat, new_opt
 
 
-def update(be: Backend, o: OptimizerSpec, p: Any, g: Any, opt: Mapping[str, Any], lr: float
+def update(be: Backend, o: OptimizerSpec, p: Any, g: Any, opt: Mapping[str, Any], lr: float | Any
            ) -> tuple[Any, dict[str, Any]]:
     """The optimizer update on the flat vectors (see ``repro.ops.sgd`` and ``repro.ops.adamw``).
 

@@ -177,6 +177,7 @@ class Protocol:
             "collateralPerUnit": 300 * E18,
             "commitWindow": 60,
             "verification": 0,
+            "stepsRoot": bytes(32),
         }
         p.update(kw)
         return tuple(p.values())

@@ -41,6 +41,7 @@ REASONS = {
     "more_rounds_on_chain": "on-chain rounds is 2",
     "more_shards_on_chain": "on-chain shards is 2",
     "more_segments_on_chain": "segments",
+    "wrong_step_table": "step table root",
 }
 
 

@@ -75,9 +75,9 @@ def assert_bound_to_states(tr: Trace, first: str, before: dict[str, Any], after:
     assert set(tr.outputs) == learned | {"loss"}
     read = {k for k in before if k.startswith("model/") or (k.startswith("optim/") and (
         k.rsplit("/", 1)[1] not in SCALARS or k.startswith(f"optim/{first}/")))}
-    assert set(tr.inputs) == read | {"x", "y"}
+    assert set(tr.inputs) == read | {"x", "y", "lr"}
     for key, i in tr.inputs.items():
-        if key not in ("x", "y"):
+        if key not in ("x", "y", "lr"):
             assert input_leaf(tr, i) == state_entry(key, before[key].numpy())
     for key in learned:
         assert state_entry(key, tr.value(key)) == state_entry(key, after[key].numpy()), key
