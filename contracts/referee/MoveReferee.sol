@@ -9,12 +9,13 @@ import {MoveCheck, TensorRef} from "../types/Trace.sol";
 
 /// @title MoveReferee: one output element of a data-movement or constant op of a repro trace, checked on-chain.
 /// @notice Data movement copies bits: output element e of `reshape` is input element e, of `t` (the last two dims
-///         swapped), `narrow(dim, start, length)` and `cat(dim)` the input element their index maps give; a
-///         `const` is its attribute rounded to float32 and `zeros` is +0 (`gensyn_py/repro/reference.py`). The
-///         contract proves the op leaf, the input element the map names and the claimant's output element, and
-///         compares.
-/// @dev The other movement ops (`permute`, `append_ones`, `take`, `embed`, `gather`) and `index_map` are not
-///      decided yet (docs/dispute-game.md).
+///         swapped), `narrow(dim, start, length)`, `cat(dim)`, `permute(dims)` and `append_ones` (a 1.0 in its
+///         last column) the input element their index maps give; a `const` is its attribute rounded to float32,
+///         `zeros` is +0 and `onehot(n)` is 1.0 where the label is the column (`gensyn_py/repro/reference.py`).
+///         The contract proves the op leaf, the input element the map names and the claimant's output element,
+///         and compares.
+/// @dev The movement ops that read an index tensor (`take`, `embed`, `gather`) and `index_map` are not decided
+///      yet (docs/dispute-game.md).
 contract MoveReferee {
     bytes32 internal constant CONST = keccak256("const");
     bytes32 internal constant ZEROS = keccak256("zeros");
@@ -22,6 +23,14 @@ contract MoveReferee {
     bytes32 internal constant TRANSPOSE = keccak256("t");
     bytes32 internal constant NARROW = keccak256("narrow");
     bytes32 internal constant CAT = keccak256("cat");
+    bytes32 internal constant PERMUTE = keccak256("permute");
+    bytes32 internal constant APPEND_ONES = keccak256("append_ones");
+    bytes32 internal constant ONEHOT = keccak256("onehot");
+    bytes32 internal constant GATHER = keccak256("gather");
+    bytes32 internal constant TAKE = keccak256("take");
+    bytes32 internal constant EMBED = keccak256("embed");
+    /// @dev float32 1.0.
+    uint256 internal constant ONE = 0x3f800000;
 
     /// @notice Prove `c` against `opened` (its op leaf as a one-leaf tree, or any tree holding it) and recompute
     ///         its output element: `same` when the committed bits are the rule's.
@@ -45,19 +54,79 @@ contract MoveReferee {
             }
             return (expected, committed, ElementStep.same(c.out.dtype, expected, committed));
         }
-        if (c.input.dtype != c.out.dtype) revert ITraceProofs.BadMove(code);
         uint256 source;
         if (code == CAT) {
+            if (c.input.dtype != c.out.dtype) revert ITraceProofs.BadMove(code);
             source = _catSource(c);
+        } else if (code == GATHER || code == TAKE || code == EMBED) {
+            bool zero;
+            (zero, source) = _indexed(c);
+            if (zero) return (0, committed, committed == 0); // take's index -1 reads +0
         } else {
+            if (!_oneInputMove(code)) revert ITraceProofs.BadMove(code);
             if (c.op.inputs.length != 1 || c.input.root != c.op.inputs[0].root)
                 revert ITraceProofs.InputRootMismatch(0);
+            if (code == ONEHOT) return _onehot(c, committed);
+            if (c.input.dtype != c.out.dtype) revert ITraceProofs.BadMove(code);
+            if (code == APPEND_ONES && _appendedOne(c)) return (ONE, committed, committed == ONE);
             source = _source(code, c.op.attrsHash, c.input, c.out, c.outEl.element, c.ints);
         }
         // INVARIANT: the input element opened is the one the op copies to the disputed output element.
         if (c.inEl.element != source) revert ITraceProofs.WrongOperand(c.inEl.element, source);
         expected = TraceProofs.elementBits(c.input, c.inEl);
         same = expected == committed; // a copy keeps every bit, a NaN's payload included
+    }
+
+    /// @dev gather(x, labels), take(x, idx) and embed(w, idx): the index element the disputed output element reads
+    ///      (proven against the op's second input) names the copied element of the first. `zero`: take's index
+    ///      past the end (-1), which reads +0. A negative index counts from the end, as NumPy indexes.
+    function _indexed(MoveCheck calldata c) private pure returns (bool zero, uint256 source) {
+        bytes32 code = c.op.codeHash;
+        if (c.op.inputs.length != 2 || c.input.root != c.op.inputs[0].root) revert ITraceProofs.InputRootMismatch(0);
+        if (c.index.root != c.op.inputs[1].root) revert ITraceProofs.InputRootMismatch(1);
+        if (keccak256("[]") != c.op.attrsHash) revert ITraceProofs.BadAttributes(c.op.attrsHash);
+        if (c.index.dtype != TraceProofs.DTYPE_INT64 || c.input.dtype != c.out.dtype) revert ITraceProofs.BadMove(code);
+        uint256[] calldata x = c.input.shape;
+        uint256 e = c.outEl.element;
+        uint256 nIdx = TraceProofs.numel(c.index.shape);
+        uint256 width =
+            code == TAKE
+                ? 1
+                : x.length == 2
+                    ? x[1]
+                    : 0; // elements per looked-up row
+        uint256 rows =
+            code == TAKE
+                ? TraceProofs.numel(x) + 1
+                : code == GATHER
+                    ? width
+                    : x.length == 2
+                        ? x[0]
+                        : 0;
+        if (width == 0 || TraceProofs.numel(c.out.shape) != nIdx * (code == EMBED ? width : 1))
+            revert ITraceProofs.BadMove(code);
+        if (code == GATHER && (x[0] != nIdx || c.out.shape.length != 2 || c.out.shape[1] != 1))
+            revert ITraceProofs.BadMove(code);
+        uint256 at = code == EMBED ? e / width : e;
+        // INVARIANT: the index element opened is the one the disputed output element reads.
+        if (c.indexEl.element != at) revert ITraceProofs.WrongOperand(c.indexEl.element, at);
+        int256 v = int64(uint64(TraceProofs.elementBits(c.index, c.indexEl)));
+        if (v < 0) v += int256(rows);
+        if (v < 0 || uint256(v) >= rows) revert ITraceProofs.BadMove(code);
+        uint256 i = uint256(v);
+        if (code == TAKE) return (i == rows - 1, i);
+        return (false, code == GATHER ? e * width + i : i * width + (e % width));
+    }
+
+    /// @dev The one-input movement ops decided here.
+    function _oneInputMove(bytes32 code) private pure returns (bool) {
+        return
+            code == RESHAPE ||
+            code == TRANSPOSE ||
+            code == NARROW ||
+            code == PERMUTE ||
+            code == APPEND_ONES ||
+            code == ONEHOT;
     }
 
     /// @dev The flat index of the input element output element `e` copies.
@@ -69,9 +138,11 @@ contract MoveReferee {
         uint256 e,
         uint256[] calldata ints
     ) private pure returns (uint256) {
+        if (code == APPEND_ONES) return (e / (input.shape[1] + 1)) * input.shape[1] + (e % (input.shape[1] + 1));
         uint256 n = TraceProofs.numel(input.shape);
         if (TraceProofs.numel(out.shape) > n) revert ITraceProofs.BadMove(code);
         if (code == RESHAPE) return e;
+        if (code == PERMUTE) return _permuted(attrsHash, input.shape, out.shape, e, ints);
         uint256 r = input.shape.length;
         if (code == TRANSPOSE) {
             if (r < 2) revert ITraceProofs.BadMove(code);
@@ -145,5 +216,63 @@ contract MoveReferee {
         // INVARIANT: input k is the one the output element's position along `dim` falls in.
         if (pos < offset || pos >= offset + length) revert ITraceProofs.BadMove(CAT);
         return ((e / (inner * outShape[dim])) * length + pos - offset) * inner + (e % inner);
+    }
+
+    /// @dev append_ones: (n, d) -> (n, d + 1), the last column 1.0. Whether the disputed output element is in that
+    ///      column (after checking the shapes and the op's empty attributes); `_source` maps the others.
+    function _appendedOne(MoveCheck calldata c) private pure returns (bool) {
+        uint256[] calldata x = c.input.shape;
+        uint256[] calldata y = c.out.shape;
+        if (keccak256("[]") != c.op.attrsHash) revert ITraceProofs.BadAttributes(c.op.attrsHash);
+        if (x.length != 2 || y.length != 2 || y[0] != x[0] || y[1] != x[1] + 1)
+            revert ITraceProofs.BadMove(APPEND_ONES);
+        return c.outEl.element % y[1] == x[1];
+    }
+
+    /// @dev permute(dims): output index (o_0, .., o_r-1) copies the input element whose index has o_k at dims[k].
+    ///      `ints` = dims, bound to the op's attributes; every dim once, and the output shape the permuted input's.
+    function _permuted(
+        bytes32 attrsHash,
+        uint256[] calldata shape,
+        uint256[] calldata outShape,
+        uint256 e,
+        uint256[] calldata ints
+    ) private pure returns (uint256 source) {
+        uint256 r = shape.length;
+        if (ints.length != r || outShape.length != r) revert ITraceProofs.BadMove(PERMUTE);
+        bytes memory json = "[[";
+        uint256 seen;
+        for (uint256 k; k < r; ++k) {
+            json = abi.encodePacked(json, k == 0 ? "" : ",", Strings.toString(ints[k]));
+            if (ints[k] >= r || seen & (1 << ints[k]) != 0 || outShape[k] != shape[ints[k]])
+                revert ITraceProofs.BadMove(PERMUTE);
+            seen |= 1 << ints[k];
+        }
+        // INVARIANT: the dims are the op's committed attributes.
+        if (keccak256(abi.encodePacked(json, "]]")) != attrsHash) revert ITraceProofs.BadAttributes(attrsHash);
+        uint256[] memory index = new uint256[](r);
+        for (uint256 k = r; k > 0; --k) {
+            index[ints[k - 1]] = e % outShape[k - 1];
+            e /= outShape[k - 1];
+        }
+        for (uint256 d; d < r; ++d) source = source * shape[d] + index[d];
+    }
+
+    /// @dev onehot(n): output (i, c) is 1.0 when label i is c, else +0 (a negative label counts from the end, as
+    ///      NumPy indexes). The opened input element must be label i.
+    function _onehot(MoveCheck calldata c, uint256 committed) private pure returns (uint256 expected, uint256, bool) {
+        uint256[] calldata y = c.out.shape;
+        if (y.length != 2 || TraceProofs.numel(c.input.shape) != y[0] || c.out.dtype != TraceProofs.DTYPE_FLOAT32)
+            revert ITraceProofs.BadMove(ONEHOT);
+        if (c.input.dtype != TraceProofs.DTYPE_INT64) revert ITraceProofs.BadMove(ONEHOT);
+        // INVARIANT: the class count is the op's committed attribute.
+        if (keccak256(abi.encodePacked("[", Strings.toString(y[1]), "]")) != c.op.attrsHash)
+            revert ITraceProofs.BadAttributes(c.op.attrsHash);
+        uint256 row = c.outEl.element / y[1];
+        if (c.inEl.element != row) revert ITraceProofs.WrongOperand(c.inEl.element, row);
+        int256 label = int64(uint64(TraceProofs.elementBits(c.input, c.inEl)));
+        if (label < 0) label += int256(y[1]);
+        expected = label == int256(c.outEl.element % y[1]) ? ONE : 0;
+        return (expected, committed, expected == committed);
     }
 }

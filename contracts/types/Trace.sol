@@ -102,7 +102,9 @@ struct DotMove {
 /// @notice The last move over one element of a data-movement or constant op (`MoveReferee.check`): the op leaf,
 ///         the header of the input the output element is a copy of (unused for a constant) and that input element,
 ///         the output header and element, the integers of the op's index map (narrow: dim, start, length; cat: dim,
-///         then each earlier input's length along dim and data root) and a constant's value as a double.
+///         then each earlier input's length along dim and data root; permute: dims), a constant's value as a
+///         double, and for an op that reads an index tensor (`gather`, `take`, `embed`) its header and the index
+///         element that names the copied one (empty otherwise).
 struct MoveCheck {
     OpOpening op;
     TensorRef input;
@@ -111,4 +113,6 @@ struct MoveCheck {
     ElementOpening outEl;
     uint256[] ints;
     uint64 value;
+    TensorRef index;
+    ElementOpening indexEl;
 }

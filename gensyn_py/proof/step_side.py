@@ -40,7 +40,7 @@ from gensyn_py.proof.op_prefix import depth_for, prefix_roots, slot_path
 from gensyn_py.proof.prefix_sums import PartialOpening, int256, partial_leaf
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.tensor_commit import CHUNK, chunk_of
-from gensyn_py.proof.trace import Trace
+from gensyn_py.proof.trace import Trace, TraceOp
 from gensyn_py.repro import reference as R
 from gensyn_py.repro.opset import ELEMENTWISE
 
@@ -60,7 +60,9 @@ def bare(opened: OpOpening) -> tuple[Any, ...]:
 
 
 CONTEST = Refutation("descend", ())  # contest the output: the counter's first descent (its args come from the chain)
-MOVES = frozenset(["const", "zeros", "reshape", "t", "narrow", "cat"])  # what `MoveReferee` decides
+# what `MoveReferee` decides
+INDEXED = frozenset(["gather", "take", "embed"])  # movement ops that read an index tensor
+MOVES = frozenset(["const", "zeros", "reshape", "t", "narrow", "cat", "permute", "append_ones", "onehot"]) | INDEXED
 
 
 class StepSide:
@@ -153,25 +155,54 @@ class StepSide:
                     ) -> tuple[Any, ...]:
         """The `MoveCheck` of output element `element` of a movement or constant op: the input element it copies
         (found by running the op on the input's flat positions), narrow's attributes, a constant's value; for a
-        ``cat``, the input holding it and the length along ``dim`` and data root of every input before that one."""
-        op = self.trace.ops[opened.index]
+        ``cat``, the input holding it and the length along ``dim`` and data root of every input before that one;
+        for ``gather``, ``take`` and ``embed``, the index element that names it."""
+        op, t = self.trace.ops[opened.index], self.trace
         none: tuple[bytes, int, list[int]] = (bytes(32), 0, [])  # no input: a TensorRef of nothing
+        no_index = (none, NO_ELEMENT.as_arg())
         if op.code in ("const", "zeros"):
             value = double_bits(float(op.attrs[0])) if op.code == "const" else 0
-            return (bare(opened), none, NO_ELEMENT.as_arg(), out, out_el, [], value)
+            return (bare(opened), none, NO_ELEMENT.as_arg(), out, out_el, [], value, *no_index)
+        if op.code in INDEXED:
+            table, copied, index, named = self._indexed_source(op, element)
+            return (bare(opened), table, copied, out, out_el, [], 0, index, named)
+        if op.code == "onehot" or (op.code == "append_ones" and
+                                   element % (t.values[op.inputs[0]].shape[1] + 1) == t.values[op.inputs[0]].shape[1]):
+            # onehot reads label i of output row i; an appended 1.0 reads nothing
+            (j,) = op.inputs
+            opening = (open_element(t, j, element // int(op.attrs[0])).as_arg() if op.code == "onehot"
+                       else NO_ELEMENT.as_arg())
+            return (bare(opened), tensor_ref(t, j).as_arg(), opening, out, out_el, [], 0, *no_index)
         # Tag every input element with (input, flat position) and run the op on the tags.
-        tags = [(k << 40) + np.arange(self.trace.values[j].size, dtype=np.int64).reshape(self.trace.values[j].shape)
+        tags = [(k << 40) + np.arange(t.values[j].size, dtype=np.int64).reshape(t.values[j].shape)
                 for k, j in enumerate(op.inputs)]
         tag = int(np.asarray(R.execute(op.code, tags, op.attrs)).reshape(-1)[element])
         k, source = tag >> 40, tag & ((1 << 40) - 1)
         j = op.inputs[k]
-        ints = [int(v) for v in op.attrs] if op.code in ("narrow", "cat") else []
+        ints = ([int(v) for v in op.attrs] if op.code in ("narrow", "cat")
+                else [int(v) for v in op.attrs[0]] if op.code == "permute" else [])
         if op.code == "cat":
             dim = int(op.attrs[0])
             for before in op.inputs[:k]:
-                ints += [self.trace.values[before].shape[dim], int.from_bytes(self.data_tree(before).root, "big")]
-        return (bare(opened), tensor_ref(self.trace, j).as_arg(), open_element(self.trace, j, source).as_arg(),
-                out, out_el, ints, 0)
+                ints += [t.values[before].shape[dim], int.from_bytes(self.data_tree(before).root, "big")]
+        return (bare(opened), tensor_ref(t, j).as_arg(), open_element(t, j, source).as_arg(), out, out_el, ints, 0,
+                *no_index)
+
+    def _indexed_source(self, op: TraceOp, element: int) -> tuple[Any, Any, Any, Any]:
+        """(table header, table element or none, index header, index element) of an op that
+        looks up its first input at positions its second names: ``gather`` (row i's label), ``take`` (flat
+        positions, -1 reading +0) and ``embed`` (whole rows)."""
+        t = self.trace
+        table, idx = t.values[op.inputs[0]], t.values[op.inputs[1]].reshape(-1)
+        width = 1 if op.code == "take" else table.shape[1]
+        at = element // width if op.code == "embed" else element
+        rows = table.size + 1 if op.code == "take" else width if op.code == "gather" else table.shape[0]
+        v = int(idx[at]) % rows  # a negative index counts from the end
+        source = (element * width + v if op.code == "gather" else v if op.code == "take"
+                  else v * width + element % width)
+        opening = NO_ELEMENT if op.code == "take" and v == rows - 1 else open_element(t, op.inputs[0], source)
+        return (tensor_ref(t, op.inputs[0]).as_arg(), opening.as_arg(), tensor_ref(t, op.inputs[1]).as_arg(),
+                open_element(t, op.inputs[1], at).as_arg())
 
     # ---- the descent into the disputed op's output ----
 

@@ -22,7 +22,7 @@ import pytest
 
 from gensyn_py.crypto.hashing import keccak256, uint256
 from gensyn_py.proof.descent import RevealedChunk
-from gensyn_py.proof.onchain_trace import OpOpening, open_element, open_op, tensor_ref
+from gensyn_py.proof.onchain_trace import NO_ELEMENT, OpOpening, open_element, open_op, tensor_ref
 from gensyn_py.proof.op_prefix import prefix_roots, slot_path
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.step_side import CONTEST, StepSide
@@ -156,7 +156,9 @@ def test_one_flipped_bit_in_one_elementwise_op_is_pinpointed_and_decided_by_the_
 
 
 @pytest.mark.parametrize(("code", "after", "element"), [("reshape", 20, 9), ("t", 0, 33), ("narrow", 0, 100),
-                                                     ("const", 20, 0), ("cat", 0, 1100)])
+                                                     ("const", 20, 0), ("cat", 0, 1100), ("onehot", 0, 13),
+                                                     ("append_ones", 0, 20), ("append_ones", 0, 16),
+                                                     ("gather", 0, 5)])
 def test_one_flipped_bit_in_a_copy_or_a_constant_is_decided_by_the_contract(
     proto: Protocol, game: Any, code: str, after: int, element: int
 ) -> None:
@@ -178,7 +180,7 @@ def test_one_flipped_bit_in_a_copy_or_a_constant_is_decided_by_the_contract(
         expect(p, "InputRootMismatch", a[3], game.functions.refuteMove(played.game_id, tuple(move)))
         move[5] = r.args[0][5][:3]  # as if the element were in the second input
         expect(p, "InputRootMismatch", a[3], game.functions.refuteMove(played.game_id, tuple(move)))
-    if code != "const":  # the input element opened must be the one the op copies
+    if code != "const" and (code, element) != ("append_ones", 16):  # the input element opened must be the one read
         move = list(r.args[0])
         move[2] = open_element(honest(), honest().ops[i].inputs[0], (move[2][0] + 1) % 16).as_arg()
         expect(p, "WrongOperand", a[3], game.functions.refuteMove(played.game_id, tuple(move)))
@@ -198,15 +200,70 @@ def test_an_honest_copy_survives_a_counter_that_lies_about_it(proto: Protocol, g
     assert decided(p, game, p.tx(a[9], game.functions.timeout(played.game_id)))["winner"] == a[2].address
 
 
+NO_INDEX = ((bytes(32), 0, []), NO_ELEMENT.as_arg())
+
+
 def test_the_move_referee_refuses_an_op_it_does_not_decide(proto: Protocol, game: Any) -> None:
-    """`permute` is a copy too, but not one `MoveReferee` maps yet: asked about it, it refuses by name."""
+    """`rowmax` reads a whole row, which `MoveReferee` does not: asked about it, it refuses by name."""
     p = proto
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    t = Trace([TraceOp("input", (), ("x",)), TraceOp("permute", (0,), ((1, 0),))], [x, x.T.copy()])
-    move = (open_op(t, 1).as_arg(), tensor_ref(t, 0).as_arg(), open_element(t, 0, 1).as_arg(),
-            tensor_ref(t, 1).as_arg(), open_element(t, 1, 2).as_arg(), [], 0)
-    referee = p.w3.eth.contract(address=game.functions.moves().call(), abi=p.artifacts["MoveReferee"]["abi"])
-    assert reverts(p.errors, referee.functions.check(t.root, move)) == "BadMove"
+    t = Trace([TraceOp("input", (), ("x",)), TraceOp("rowmax", (0,), ())], [x, x.max(axis=1, keepdims=True)])
+    move = (open_op(t, 1).as_arg(), tensor_ref(t, 0).as_arg(), open_element(t, 0, 2).as_arg(),
+            tensor_ref(t, 1).as_arg(), open_element(t, 1, 0).as_arg(), [], 0, *NO_INDEX)
+    assert reverts(p.errors, move_referee(p, game).functions.check(t.root, move)) == "BadMove"
+
+
+@pytest.mark.parametrize(("code", "table", "index"), [
+    ("take", np.arange(6, dtype=np.float32).reshape(2, 3), np.array([[5, -1], [0, -2]], dtype=np.int64)),
+    ("embed", np.arange(12, dtype=np.float32).reshape(4, 3), np.array([3, 0, -1], dtype=np.int64)),
+    ("gather", np.arange(6, dtype=np.float32).reshape(2, 3), np.array([2, -3], dtype=np.int64)),
+])
+def test_a_looked_up_element_is_the_one_its_index_names(proto: Protocol, game: Any, code: str, table: Any,
+                                                       index: Any) -> None:
+    """take (-1 reads +0), embed and gather, negative indices counting from the end: every output element of the
+    honest op is the copy the index names, one flipped bit is not, and an index element other than the one
+    the output element reads is refused."""
+    p = proto
+    value = R.execute(code, [table, index], ())
+    honest_t = Trace([TraceOp("input", (), ("w",)), TraceOp("input", (), ("i",)), TraceOp(code, (0, 1), ())],
+                     [table, index, np.ascontiguousarray(value)])
+    for e in range(value.size):
+        for t, same in ((honest_t, True), (flipped(honest_t, 2, e), False)):
+            side = StepSide(t)
+            opened = open_op(t, 2)
+            ref = tensor_ref(t, 2)
+            out = (t.tensor_roots[2], ref.dtype, list(ref.shape))
+            move = side._move_check(opened, e, out, open_element(t, 2, e).as_arg())
+            move = (open_op(t, 2).as_arg(), *move[1:])
+            assert move_referee(p, game).functions.check(t.root, move).call()[2] is same, (code, e)
+    out = (honest_t.tensor_roots[2], tensor_ref(honest_t, 2).dtype, list(tensor_ref(honest_t, 2).shape))
+    move = list(StepSide(honest_t)._move_check(open_op(honest_t, 2), 0, out, open_element(honest_t, 2, 0).as_arg()))
+    move[0], move[8] = open_op(honest_t, 2).as_arg(), open_element(honest_t, 1, 1).as_arg()
+    assert reverts(p.errors, move_referee(p, game).functions.check(honest_t.root, tuple(move))) == "WrongOperand"
+
+
+def move_referee(p: Protocol, game: Any) -> Any:
+    return p.w3.eth.contract(address=game.functions.moves().call(), abi=p.artifacts["MoveReferee"]["abi"])
+
+
+@pytest.mark.parametrize("dims", [(2, 0, 1), (1, 0, 2), (0, 2, 1)])
+def test_a_permuted_element_is_the_input_element_its_dims_name(proto: Protocol, game: Any,
+                                                               dims: tuple[int, int, int]) -> None:
+    p = proto
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    honest_t = Trace([TraceOp("input", (), ("x",)), TraceOp("permute", (0,), (dims,))],
+                     [x, np.ascontiguousarray(np.transpose(x, dims))])
+    for e in (0, 7, 23):
+        flipped_t = flipped(honest_t, 1, e)
+        source = int(np.transpose(np.arange(24).reshape(2, 3, 4), dims).reshape(-1)[e])
+        for t, same in ((honest_t, True), (flipped_t, False)):
+            move = (open_op(t, 1).as_arg(), tensor_ref(t, 0).as_arg(), open_element(t, 0, source).as_arg(),
+                    tensor_ref(t, 1).as_arg(), open_element(t, 1, e).as_arg(), list(dims), 0, *NO_INDEX)
+            assert move_referee(p, game).functions.check(t.root, move).call()[2] is same
+        bad = (open_op(honest_t, 1).as_arg(), tensor_ref(honest_t, 0).as_arg(), open_element(honest_t, 0, source)
+               .as_arg(), tensor_ref(honest_t, 1).as_arg(), open_element(honest_t, 1, e).as_arg(), [0, 0, 1], 0,
+               *NO_INDEX)
+        assert reverts(p.errors, move_referee(p, game).functions.check(honest_t.root, bad)) == "BadMove"
 
 
 def test_right_numbers_from_the_wrong_wiring_lose_against_the_program(proto: Protocol, game: Any) -> None:

@@ -100,6 +100,9 @@ class World:
     def num_segments(self, unit_id: int) -> int:
         return self.segments
 
+    def step_table(self, job_id: int) -> tuple[bytes, int]:
+        return bytes(32), 0  # no step table: the committee judges this job's disputes
+
     def claim_score(self, node: str, unit_id: int) -> ClaimScore:
         return ClaimScore(score=1, required=0)
 

@@ -105,13 +105,14 @@ def test_program_and_input_entries_bind_code_attributes_wiring_and_values() -> N
     ops = [TraceOp("input", (), ("x",)), TraceOp("input", (), ("w",)), TraceOp("mul", (0, 1)),
            TraceOp("add", (2, 0))]
     vals = [np.ones(3, np.float32), np.full(3, 2, np.float32), np.full(3, 2, np.float32), np.full(3, 3, np.float32)]
-    t = Trace(ops, vals)
+    t = Trace(ops, vals, {"y": 3})
     root = program_root(t)
     for i in range(4):
         assert verify_proof(program_leaf(t, i), program_proof(t, i), root)
-    rewired = Trace([*ops[:3], TraceOp("add", (0, 2))], vals)
+    rewired = Trace([*ops[:3], TraceOp("add", (0, 2))], vals, {"y": 3})
     assert program_leaf(rewired, 3) != program_leaf(t, 3) and program_root(rewired) != root
-    other_values = Trace(ops, [v + 1 for v in vals])
+    assert program_root(Trace(ops, vals, {"y": 2})) != root  # the named outputs are part of the program
+    other_values = Trace(ops, [v + 1 for v in vals], {"y": 3})
     assert program_root(other_values) == root  # the program never binds values
     assert inputs_root(other_values) != inputs_root(t)
     assert verify_proof(input_leaf(t, 1), input_proof(t, 1), inputs_root(t))
