@@ -3,6 +3,7 @@ pragma solidity ^0.8.24;
 
 import {Strings} from "@openzeppelin/contracts/utils/Strings.sol";
 import {ElementStep} from "../libraries/ElementStep.sol";
+import {IndexMaps} from "../libraries/IndexMaps.sol";
 import {TraceProofs} from "../libraries/TraceProofs.sol";
 import {ITraceProofs} from "../interfaces/ITraceProofs.sol";
 import {MoveCheck, TensorRef} from "../types/Trace.sol";
@@ -10,12 +11,13 @@ import {MoveCheck, TensorRef} from "../types/Trace.sol";
 /// @title MoveReferee: one output element of a data-movement or constant op of a repro trace, checked on-chain.
 /// @notice Data movement copies bits: output element e of `reshape` is input element e, of `t` (the last two dims
 ///         swapped), `narrow(dim, start, length)`, `cat(dim)`, `permute(dims)` and `append_ones` (a 1.0 in its
-///         last column) the input element their index maps give; a `const` is its attribute rounded to float32,
+///         last column) the input element their index maps give, of `gather`, `take` and `embed` the element
+///         their index tensor names; a `const` is its attribute rounded to float32,
 ///         `zeros` is +0 and `onehot(n)` is 1.0 where the label is the column (`gensyn_py/repro/reference.py`).
 ///         The contract proves the op leaf, the input element the map names and the claimant's output element,
 ///         and compares.
-/// @dev The movement ops that read an index tensor (`take`, `embed`, `gather`) and `index_map` are not decided
-///      yet (docs/dispute-game.md).
+///         An `index_map` element is recomputed from the op's attributes (`IndexMaps`).
+/// @dev `rowmax` and `first_max` (a row's maximum) are not decided yet (docs/dispute-game.md).
 contract MoveReferee {
     bytes32 internal constant CONST = keccak256("const");
     bytes32 internal constant ZEROS = keccak256("zeros");
@@ -29,6 +31,7 @@ contract MoveReferee {
     bytes32 internal constant GATHER = keccak256("gather");
     bytes32 internal constant TAKE = keccak256("take");
     bytes32 internal constant EMBED = keccak256("embed");
+    bytes32 internal constant INDEX_MAP = keccak256("index_map");
     /// @dev float32 1.0.
     uint256 internal constant ONE = 0x3f800000;
 
@@ -42,6 +45,7 @@ contract MoveReferee {
         if (c.out.root != c.op.outputRoot) revert ITraceProofs.OutputMismatch(c.op.index);
         committed = TraceProofs.elementBits(c.out, c.outEl);
         bytes32 code = c.op.codeHash;
+        if (code == INDEX_MAP) return _indexMap(c, committed);
         if (code == CONST || code == ZEROS) {
             if (c.out.dtype != TraceProofs.DTYPE_FLOAT32) revert ITraceProofs.BadMove(code);
             if (code == CONST) {
@@ -116,6 +120,22 @@ contract MoveReferee {
         uint256 i = uint256(v);
         if (code == TAKE) return (i == rows - 1, i);
         return (false, code == GATHER ? e * width + i : i * width + (e % width));
+    }
+
+    /// @dev index_map(kind, params): its element recomputed from the op's attributes (`IndexMaps`); `c.value` is the
+    ///      kind's number, `c.ints` the parameters. The output header must be the map's: int64 (bool for causal) of
+    ///      the map's shape, so that the element index means what the map means.
+    function _indexMap(MoveCheck calldata c, uint256 committed) private pure returns (uint256 expected, uint256, bool) {
+        // INVARIANT: the kind and the parameters are the op's committed attributes.
+        if (keccak256(IndexMaps.attrsJson(c.value, c.ints)) != c.op.attrsHash)
+            revert ITraceProofs.BadAttributes(c.op.attrsHash);
+        uint256 dtype = c.value == IndexMaps.CAUSAL ? TraceProofs.DTYPE_BOOL : TraceProofs.DTYPE_INT64;
+        if (
+            c.out.dtype != dtype ||
+            keccak256(abi.encode(IndexMaps.shape(c.value, c.ints))) != keccak256(abi.encode(c.out.shape))
+        ) revert ITraceProofs.BadMove(INDEX_MAP);
+        expected = uint64(int64(IndexMaps.element(c.value, c.ints, c.outEl.element))); // as the int64 chunk holds it
+        return (expected, committed, expected == committed);
     }
 
     /// @dev The one-input movement ops decided here.

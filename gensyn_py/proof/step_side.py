@@ -62,7 +62,9 @@ def bare(opened: OpOpening) -> tuple[Any, ...]:
 CONTEST = Refutation("descend", ())  # contest the output: the counter's first descent (its args come from the chain)
 # what `MoveReferee` decides
 INDEXED = frozenset(["gather", "take", "embed"])  # movement ops that read an index tensor
-MOVES = frozenset(["const", "zeros", "reshape", "t", "narrow", "cat", "permute", "append_ones", "onehot"]) | INDEXED
+MOVES = frozenset(["const", "zeros", "index_map", "reshape", "t", "narrow", "cat", "permute", "append_ones",
+                   "onehot"]) | INDEXED
+INDEX_MAPS = ("im2col", "col2im", "pool", "unpool", "causal")  # `IndexMaps.sol`'s kind numbers, in order
 
 
 class StepSide:
@@ -163,6 +165,10 @@ class StepSide:
         if op.code in ("const", "zeros"):
             value = double_bits(float(op.attrs[0])) if op.code == "const" else 0
             return (bare(opened), none, NO_ELEMENT.as_arg(), out, out_el, [], value, *no_index)
+        if op.code == "index_map":  # recomputed from its kind (by number) and parameters
+            kind, params = op.attrs
+            return (bare(opened), none, NO_ELEMENT.as_arg(), out, out_el, [int(v) for v in params],
+                    INDEX_MAPS.index(kind), *no_index)
         if op.code in INDEXED:
             table, copied, index, named = self._indexed_source(op, element)
             return (bare(opened), table, copied, out, out_el, [], 0, index, named)

@@ -100,10 +100,11 @@ def game(proto_base: Protocol) -> Any:
     return deploy_step_game(proto_base)
 
 
-def play_to_refutation(p: Protocol, game: Any, claimant: StepSide, counter: StepSide) -> tuple[Any, OpOpening]:
+def play_to_refutation(p: Protocol, game: Any, claimant: StepSide, counter: StepSide,
+                       honest_t: Trace | None = None) -> tuple[Any, OpOpening]:
     a = p.accounts
     c, d = (a[2], claimant), (a[3], counter)
-    played = open_game(p, game, honest(), c, d)
+    played = open_game(p, game, honest() if honest_t is None else honest_t, c, d)
     op = bisect(p, game, played, c, d)
     assert played.moves["claimant"] + played.moves["counter"] <= math.ceil(math.log2(claimant.n_ops)) + 1
     assert game.functions.gameOf(played.game_id).call()[0] == OPEN_OP
@@ -186,6 +187,34 @@ def test_one_flipped_bit_in_a_copy_or_a_constant_is_decided_by_the_contract(
         expect(p, "WrongOperand", a[3], game.functions.refuteMove(played.game_id, tuple(move)))
     out = decided(p, game, refute(p, game, played, a[3], r))
     assert (out["winner"], out["reason"]) == (a[3].address, WRONG_MOVE)
+
+
+@pytest.mark.parametrize(("kind", "element"), [("im2col", 40), ("im2col", 9), ("pool", 7), ("unpool", 100),
+                                                ("col2im", 5)])
+def test_one_flipped_bit_in_a_convolution_s_index_map_is_decided_by_the_contract(
+    proto: Protocol, game: Any, kind: str, element: int
+) -> None:
+    """A CNN step's index maps (patches, windows: -1 for padding) are recomputed on-chain from the op's attributes."""
+    p, a = proto, proto.accounts
+    cnn = traced("cnn", "sgd")
+    i = next(j for j, op in enumerate(cnn.ops) if op.code == "index_map" and op.attrs[0] == kind)
+    cheat, counter = StepSide(flipped_int(cnn, i, element)), StepSide(cnn)
+    played, opened = play_to_refutation(p, game, cheat, counter, cnn)
+    assert played.op == i
+    r = counter.refute_chunk(opened, contested(p, game, played, opened, cheat, counter))
+    assert r is not None and r.function == "refuteMove"
+    move = list(r.args[0])
+    move[5] = [*move[5][:-1], move[5][-1] + 1]  # the parameters must be the committed attributes
+    expect(p, "BadAttributes", a[3], game.functions.refuteMove(played.game_id, tuple(move)))
+    out = decided(p, game, refute(p, game, played, a[3], r))
+    assert (out["winner"], out["reason"]) == (a[3].address, WRONG_MOVE)
+
+
+def flipped_int(t: Trace, i: int, element: int) -> Trace:
+    """`t` with the lowest bit of one int64 element of op i's output flipped."""
+    values = [v.copy() for v in t.values]
+    values[i].reshape(-1)[element] ^= 1
+    return Trace(list(t.ops), values, dict(t.outputs))
 
 
 def test_an_honest_copy_survives_a_counter_that_lies_about_it(proto: Protocol, game: Any) -> None:
