@@ -11,7 +11,16 @@ import {TraceProofs} from "./libraries/TraceProofs.sol";
 import {DotReferee} from "./referee/DotReferee.sol";
 import {ElementReferee} from "./referee/ElementReferee.sol";
 import {MoveReferee} from "./referee/MoveReferee.sol";
-import {BlockWitness, DotMove, ElementCheck, ElementOpening, MoveCheck, OpOpening, TensorRef} from "./types/Trace.sol";
+import {
+    BlockWitness,
+    DotMove,
+    ElementCheck,
+    ElementOpening,
+    MoveCheck,
+    OpOpening,
+    RowCheck,
+    TensorRef
+} from "./types/Trace.sol";
 
 /// @title StepGame: one traced repro step, two traces, the contract decides which is wrong at their first difference.
 /// @notice Stage (b) of docs/dispute-game.md and its last move. A game's opener (the contract that bound both
@@ -38,6 +47,7 @@ contract StepGame is IStepGame {
     /// @dev Prefix trees hold at most 2^24 ops.
     uint8 internal constant MAX_DEPTH = 24;
     bytes32 internal constant INPUT = keccak256("input");
+    bytes32 internal constant ROWMAX = keccak256("rowmax");
 
     struct Game {
         Bisection.Game g;
@@ -260,6 +270,43 @@ contract StepGame is IStepGame {
         s.stage = Stage.Refute;
         s.g.counterToMove = true;
         emit ChunkRevealed(gameId, d.index, chunk);
+    }
+
+    // ---- a rowmax: the claimant shows the maximum is an entry, the counter shows a larger one ----
+
+    /// @notice The counter disputes output element `element` (a row's maximum) of the opened `rowmax`; the claimant
+    ///         answers with an entry of the row equal to it next (`answerRow`), or loses on time.
+    function challengeRow(uint256 gameId, OpOpening calldata op, uint256 element) external {
+        Game storage s = _refuting(gameId, op);
+        if (op.codeHash != ROWMAX) revert NotRowMax(op.codeHash);
+        uint256 numel = _descents[gameId].numel;
+        if (element >= numel) revert NoSuchElement(element, numel);
+        s.element = element;
+        s.stage = Stage.RowAnswer;
+        s.g.counterToMove = false;
+        emit RowChallenged(gameId, element);
+    }
+
+    /// @notice The claimant's witness: an entry of the disputed row that, plus +0, is its committed maximum (a NaN
+    ///         for a NaN maximum). The counter refutes with a larger entry next (`refuteRow`), or loses on time.
+    function answerRow(uint256 gameId, RowCheck calldata c) external {
+        Game storage s = _at(gameId, Stage.RowAnswer);
+        _charge(s.g, s.g.claimant);
+        if (c.outEl.element != s.element) revert NotDisputedElement(c.outEl.element, 0, 0);
+        (, , bool witnesses, ) = moves.rowEntry(s.opened, c);
+        if (!witnesses) revert NotAWitness(c.inEl.element);
+        s.stage = Stage.RowChallenge;
+        s.g.counterToMove = true;
+        emit RowAnswered(gameId, c.inEl.element);
+    }
+
+    /// @notice The counter's entry of the disputed row that shows the committed maximum wrong: a NaN, or a value
+    ///         above it. One that does not reverts `NotRefuted`.
+    function refuteRow(uint256 gameId, RowCheck calldata c) external {
+        Game storage s = _counterAt(gameId, Stage.RowChallenge);
+        if (c.outEl.element != s.element) revert NotDisputedElement(c.outEl.element, 0, 0);
+        (, , , bool exceeds) = moves.rowEntry(s.opened, c);
+        _decide(gameId, s, exceeds, Reason.WrongRowMax);
     }
 
     // ---- a dot op: narrowed to one element, then to one integer multiply-add ----

@@ -33,6 +33,8 @@ interface IStepGame {
         DotChallenge,
         DotBisect,
         DotStep,
+        RowAnswer,
+        RowChallenge,
         Decided
     }
 
@@ -46,7 +48,8 @@ interface IStepGame {
         WrongBlock,
         WrongMultiplyAdd,
         NonFiniteDot,
-        WrongMove
+        WrongMove,
+        WrongRowMax
     }
 
     /// @notice A caller other than the opener (the contract that bound the two traces' roots) opened a game.
@@ -98,6 +101,10 @@ interface IStepGame {
     error NoDifference(uint256 level, uint256 index);
     /// @notice The chunk given is not the claimant's leaf `index`.
     error ChunkMismatch(uint256 index);
+    /// @notice Thrown when a `rowmax` witness is not an entry of the disputed row whose value is the committed maximum.
+    error NotAWitness(uint256 entry);
+    /// @notice Thrown by `challengeRow` for an op other than `rowmax`.
+    error NotRowMax(bytes32 codeHash);
 
     /// @notice A game over the first op where two traces of one step differ.
     event GameOpened(
@@ -140,6 +147,12 @@ interface IStepGame {
     event DotMoved(uint256 indexed gameId, address indexed mover, uint64 lo, uint64 hi);
     /// @notice The prefix sums were narrowed to multiply-add `k`; the counter proves it wrong next or loses.
     event MultiplyAddNarrowed(uint256 indexed gameId, uint256 k);
+    /// @notice The counter disputes output element `element` (a row) of the opened `rowmax`; the claimant shows an
+    ///         entry of the row that is its maximum next.
+    event RowChallenged(uint256 indexed gameId, uint256 element);
+    /// @notice The claimant's witness: entry `entry` of the row, whose value (plus +0) is its committed maximum; the
+    ///         counter shows a larger entry next, or loses.
+    event RowAnswered(uint256 indexed gameId, uint256 entry);
     /// @notice The game was decided (`winner` and `loser` zero: no decision, see `Reason.NonFiniteDot`).
     event GameDecided(uint256 indexed gameId, address indexed winner, address indexed loser, Reason reason);
 

@@ -4,9 +4,10 @@ pragma solidity ^0.8.24;
 import {Strings} from "@openzeppelin/contracts/utils/Strings.sol";
 import {ElementStep} from "../libraries/ElementStep.sol";
 import {IndexMaps} from "../libraries/IndexMaps.sol";
+import {Float32} from "../libraries/Float32.sol";
 import {TraceProofs} from "../libraries/TraceProofs.sol";
 import {ITraceProofs} from "../interfaces/ITraceProofs.sol";
-import {MoveCheck, TensorRef} from "../types/Trace.sol";
+import {MoveCheck, RowCheck, TensorRef} from "../types/Trace.sol";
 
 /// @title MoveReferee: one output element of a data-movement or constant op of a repro trace, checked on-chain.
 /// @notice Data movement copies bits: output element e of `reshape` is input element e, of `t` (the last two dims
@@ -17,7 +18,9 @@ import {MoveCheck, TensorRef} from "../types/Trace.sol";
 ///         The contract proves the op leaf, the input element the map names and the claimant's output element,
 ///         and compares.
 ///         An `index_map` element is recomputed from the op's attributes (`IndexMaps`).
-/// @dev `rowmax` and `first_max` (a row's maximum) are not decided yet (docs/dispute-game.md).
+///         A `rowmax` element is the row's maximum plus +0 (NaN if any entry is): `rowEntry` opens one entry of the
+///         row for the step game's witness (the claimant) and refutation (the counter).
+/// @dev `first_max` (the first entry equal to a row's maximum) is not decided yet (docs/dispute-game.md).
 contract MoveReferee {
     bytes32 internal constant CONST = keccak256("const");
     bytes32 internal constant ZEROS = keccak256("zeros");
@@ -32,6 +35,7 @@ contract MoveReferee {
     bytes32 internal constant TAKE = keccak256("take");
     bytes32 internal constant EMBED = keccak256("embed");
     bytes32 internal constant INDEX_MAP = keccak256("index_map");
+    bytes32 internal constant ROWMAX = keccak256("rowmax");
     /// @dev float32 1.0.
     uint256 internal constant ONE = 0x3f800000;
 
@@ -147,6 +151,32 @@ contract MoveReferee {
             code == PERMUTE ||
             code == APPEND_ONES ||
             code == ONEHOT;
+    }
+
+    /// @notice Prove entry `c.inEl` of row `c.outEl.element` of a `rowmax` op (proven against `opened`) and the
+    ///         row's committed maximum m: `witnesses` when entry + 0 is m (any NaN for any NaN), `exceeds` when the
+    ///         entry shows m wrong (m is not NaN, and the entry is NaN or above it; +0 > -0, repro's order).
+    function rowEntry(
+        bytes32 opened,
+        RowCheck calldata c
+    ) external pure returns (uint256 m, uint256 entry, bool witnesses, bool exceeds) {
+        if (!TraceProofs.verifyOp(opened, c.op)) revert ITraceProofs.OpNotInTrace(c.op.index);
+        if (c.op.codeHash != ROWMAX) revert ITraceProofs.BadMove(c.op.codeHash);
+        if (c.out.root != c.op.outputRoot) revert ITraceProofs.OutputMismatch(c.op.index);
+        if (c.op.inputs.length != 1 || c.input.root != c.op.inputs[0].root) revert ITraceProofs.InputRootMismatch(0);
+        uint256 r = c.input.shape.length;
+        if (r == 0 || c.input.dtype != TraceProofs.DTYPE_FLOAT32 || c.out.dtype != TraceProofs.DTYPE_FLOAT32)
+            revert ITraceProofs.BadMove(ROWMAX);
+        uint256 k = c.input.shape[r - 1];
+        // INVARIANT: the entry is in the disputed row (the output holds one element per row).
+        if (k == 0 || c.inEl.element / k != c.outEl.element) revert ITraceProofs.WrongOperand(c.inEl.element, k);
+        m = TraceProofs.elementBits(c.out, c.outEl);
+        entry = TraceProofs.elementBits(c.input, c.inEl);
+        uint32 mm = uint32(m);
+        uint32 x = uint32(entry);
+        witnesses = Float32.isNaN(mm) ? Float32.isNaN(x) : Float32.add(x, 0) == mm;
+        // A claimed -0 has no witness (x + 0 is never -0), so it never reaches the counter's refutation.
+        exceeds = !Float32.isNaN(mm) && (Float32.isNaN(x) || Float32.gt(x, mm));
     }
 
     /// @dev The flat index of the input element output element `e` copies.

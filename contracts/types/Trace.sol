@@ -99,6 +99,16 @@ struct DotMove {
     BlockWitness bMax;
 }
 
+/// @notice One entry of a row of a `rowmax` op's input and the row's committed maximum (`MoveReferee.rowEntry`): the
+///         op leaf, the input header and entry, the output header and element (the row).
+struct RowCheck {
+    OpOpening op;
+    TensorRef input;
+    ElementOpening inEl;
+    TensorRef out;
+    ElementOpening outEl;
+}
+
 /// @notice The last move over one element of a data-movement or constant op (`MoveReferee.check`): the op leaf,
 ///         the header of the input the output element is a copy of (unused for a constant) and that input element,
 ///         the output header and element, the integers of the op's index map (narrow: dim, start, length; cat: dim,

@@ -125,7 +125,8 @@ class StepSide:
                 at_prefix = OpOpening(p, producer.code_hash, producer.attrs_hash, producer.inputs,
                                       producer.output_root, tuple(slot_path(self.leaves, p, i, self.depth)))
                 return Refutation("refuteInputRoot", (opened.as_arg(), j, at_prefix.as_arg()))
-        decidable = t.ops[i].code in ELEMENTWISE or t.ops[i].code in DOT_OPS or t.ops[i].code in MOVES
+        decidable = t.ops[i].code in ELEMENTWISE or t.ops[i].code in DOT_OPS or t.ops[i].code in MOVES \
+            or t.ops[i].code == "rowmax"
         if decidable and t.tensor_roots[i] != opened.output_root:
             return CONTEST
         return None
@@ -145,6 +146,8 @@ class StepSide:
             return None
         if t.ops[i].code in DOT_OPS:
             return Refutation("challengeDot", (opened.as_arg(), wrong, self.dot_sums(i, wrong)[-1]))
+        if t.ops[i].code == "rowmax":
+            return Refutation("challengeRow", (opened.as_arg(), wrong))
         ref = tensor_ref(t, i)
         out = (opened.output_root, ref.dtype, list(ref.shape))
         out_el = (wrong, revealed.index, revealed.chunk, list(revealed.siblings))
@@ -209,6 +212,45 @@ class StepSide:
         opening = NO_ELEMENT if op.code == "take" and v == rows - 1 else open_element(t, op.inputs[0], source)
         return (tensor_ref(t, op.inputs[0]).as_arg(), opening.as_arg(), tensor_ref(t, op.inputs[1]).as_arg(),
                 open_element(t, op.inputs[1], at).as_arg())
+
+    # ---- a rowmax element: the claimant's witness entry, the counter's larger entry ----
+
+    def _row_check(self, opened: OpOpening, entry: int, out_el: tuple[Any, ...]) -> tuple[Any, ...]:
+        t, (j,) = self.trace, self.trace.ops[opened.index].inputs
+        ref = tensor_ref(t, opened.index)
+        out = (opened.output_root, ref.dtype, list(ref.shape))
+        return (bare(opened), tensor_ref(t, j).as_arg(), open_element(t, j, entry).as_arg(), out, out_el)
+
+    def row_answer(self, opened: OpOpening, element: int) -> Refutation | None:
+        """The claimant's ``answerRow``: the first entry of row `element` that, plus +0, is its committed maximum
+        (None when its maximum is no entry's: it cannot answer)."""
+        t = self.trace
+        (j,) = t.ops[opened.index].inputs
+        row = t.values[j].reshape(-1, t.values[j].shape[-1])[element]
+        m = t.values[opened.index].reshape(-1)[element]
+        hits = np.isnan(row) if np.isnan(m) else ((row + np.float32(0)).view(np.uint32) == m.view(np.uint32))
+        if not hits.any():
+            return None
+        entry = element * row.size + int(np.argmax(hits))
+        return Refutation("answerRow", (self._row_check(opened, entry, open_element(t, opened.index, element)
+                                                        .as_arg()),))
+
+    def row_refutation(self, opened: OpOpening, revealed: RevealedChunk, element: int) -> Refutation | None:
+        """The counter's ``refuteRow``: an entry of row `element` that is NaN or above the claimant's maximum (read
+        from the chunk it revealed), or None when there is none."""
+        t = self.trace
+        (j,) = t.ops[opened.index].inputs
+        row = t.values[j].reshape(-1, t.values[j].shape[-1])[element]
+        item = 4
+        at = (element * item) % CHUNK
+        m = np.frombuffer(revealed.chunk[at:at + item], dtype="<f4")[0]
+        if np.isnan(m):
+            return None
+        bigger = np.isnan(row) | (row > m)
+        if not bigger.any():
+            return None
+        out_el = (element, revealed.index, revealed.chunk, list(revealed.siblings))
+        return Refutation("refuteRow", (self._row_check(opened, element * row.size + int(np.argmax(bigger)), out_el),))
 
     # ---- the descent into the disputed op's output ----
 

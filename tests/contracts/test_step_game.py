@@ -46,9 +46,10 @@ from tests.contracts.test_element_step import traced
 from tests.contracts.test_registry import expect
 from tests.contracts.test_trace_proofs import reverts
 
-OPS, OPEN_OP, REFUTE, DESCEND, REVEAL_CHUNK, DOT_ANSWER, DOT_CHALLENGE, DOT_BISECT, DOT_STEP, DECIDED = range(1, 11)
+(OPS, OPEN_OP, REFUTE, DESCEND, REVEAL_CHUNK, DOT_ANSWER, DOT_CHALLENGE, DOT_BISECT, DOT_STEP, ROW_ANSWER,
+ ROW_CHALLENGE, DECIDED) = range(1, 13)
 (TIMEOUT, WRONG_PROGRAM, WRONG_INPUT_ROOT, WRONG_NAMED_INPUT, WRONG_ELEMENT, WRONG_BLOCK, WRONG_MULTIPLY_ADD,
- NON_FINITE_DOT, WRONG_MOVE) = range(9)
+ NON_FINITE_DOT, WRONG_MOVE, WRONG_ROW_MAX) = range(10)
 
 
 @cache
@@ -215,6 +216,85 @@ def flipped_int(t: Trace, i: int, element: int) -> Trace:
     values = [v.copy() for v in t.values]
     values[i].reshape(-1)[element] ^= 1
     return Trace(list(t.ops), values, dict(t.outputs))
+
+
+ROW = 3  # the row of the softmax's rowmax the rowmax tests dispute
+
+
+def with_row_max(t: Trace, i: int, row: int, value: np.float32) -> Trace:
+    """`t` with rowmax op i's element `row` set to `value` (every later op left as recorded)."""
+    values = [v.copy() for v in t.values]
+    values[i].reshape(-1)[row] = value
+    return Trace(list(t.ops), values, dict(t.outputs))
+
+
+def row_game(p: Protocol, game: Any, cheat: StepSide, counter: StepSide) -> tuple[Any, OpOpening, RevealedChunk]:
+    """Play to the counter's challenge of the disputed rowmax element."""
+    played, opened = play_to_refutation(p, game, cheat, counter)
+    revealed = contested(p, game, played, opened, cheat, counter)
+    r = counter.refute_chunk(opened, revealed)
+    assert r is not None and r.function == "challengeRow" and r.args[1] == ROW
+    refute(p, game, played, p.accounts[3], r)
+    assert game.functions.gameOf(played.game_id).call()[0] == ROW_ANSWER
+    return played, opened, revealed
+
+
+def test_a_row_maximum_that_no_entry_has_loses_on_time(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    i = first("rowmax")
+    m = honest().values[i].reshape(-1)[ROW]
+    cheat = StepSide(with_row_max(honest(), i, ROW, np.nextafter(m, np.float32(np.inf), dtype=np.float32)))
+    played, opened, _ = row_game(p, game, cheat, StepSide(honest()))
+    assert cheat.row_answer(opened, ROW) is None  # above every entry: no witness
+    honest_answer = StepSide(honest()).row_answer(opened, ROW)
+    assert honest_answer is not None  # the true maximum's entry is no witness of the cheat's maximum
+    check = list(honest_answer.args[0])
+    check[4] = open_element(cheat.trace, i, ROW).as_arg()
+    expect(p, "NotAWitness", a[2], game.functions.answerRow(played.game_id, tuple(check)))
+    p.advance(CLOCK + 1)
+    out = decided(p, game, p.tx(a[9], game.functions.timeout(played.game_id)))
+    assert (out["winner"], out["reason"]) == (a[3].address, TIMEOUT)
+
+
+def test_a_row_maximum_below_the_largest_entry_is_refuted_by_it(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    i = first("rowmax")
+    (j,) = honest().ops[i].inputs
+    row = honest().values[j].reshape(-1, honest().values[j].shape[-1])[ROW]
+    second = np.sort(row)[-2] + np.float32(0)  # an entry, so the cheat has a witness
+    cheat, counter = StepSide(with_row_max(honest(), i, ROW, second)), StepSide(honest())
+    played, opened, revealed = row_game(p, game, cheat, counter)
+    answer = cheat.row_answer(opened, ROW)
+    assert answer is not None
+    p.tx(a[2], game.functions.answerRow(played.game_id, *answer.args))
+    assert game.functions.gameOf(played.game_id).call()[0] == ROW_CHALLENGE
+    expect(p, "NotRefuted", a[3], game.functions.refuteRow(played.game_id, *answer.args))  # the witness is no larger
+    r = counter.row_refutation(opened, revealed, ROW)
+    assert r is not None
+    out = decided(p, game, refute(p, game, played, a[3], r))
+    assert (out["winner"], out["reason"]) == (a[3].address, WRONG_ROW_MAX)
+
+
+def test_an_honest_row_maximum_survives_a_counter_that_lies_about_it(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    i = first("rowmax")
+    m = honest().values[i].reshape(-1)[ROW]
+    liar, claimant = StepSide(with_row_max(honest(), i, ROW, m - np.float32(1))), StepSide(honest())
+    played, opened, revealed = row_game(p, game, claimant, liar)
+    answer = claimant.row_answer(opened, ROW)
+    assert answer is not None
+    p.tx(a[2], game.functions.answerRow(played.game_id, *answer.args))
+    assert liar.row_refutation(opened, revealed, ROW) is None  # no entry is above the true maximum
+    (j,) = honest().ops[i].inputs
+    width = honest().values[j].shape[-1]
+    for entry in range(ROW * width, (ROW + 1) * width):  # every entry of the row fails
+        check = list(answer.args[0])
+        check[2] = open_element(honest(), j, entry).as_arg()
+        check[4] = (ROW, revealed.index, revealed.chunk, list(revealed.siblings))
+        expect(p, "NotRefuted", a[3], game.functions.refuteRow(played.game_id, tuple(check)))
+    p.advance(CLOCK + 1)
+    out = decided(p, game, p.tx(a[9], game.functions.timeout(played.game_id)))
+    assert (out["winner"], out["reason"]) == (a[2].address, TIMEOUT)
 
 
 def test_an_honest_copy_survives_a_counter_that_lies_about_it(proto: Protocol, game: Any) -> None:
@@ -457,11 +537,12 @@ def test_an_honest_claimant_whose_dot_element_is_non_finite_ends_the_game_undeci
     assert game.functions.gameOf(played.game_id).call()[0] == DECIDED
 
 
-def test_a_dot_challenge_of_an_elementwise_op_reverts(proto: Protocol, game: Any) -> None:
+def test_a_dot_or_row_challenge_of_an_elementwise_op_reverts(proto: Protocol, game: Any) -> None:
     p, a = proto, proto.accounts
     cheat = flipped(honest(), first("mul", after=20), 3)
     played, opened = play_to_refutation(p, game, StepSide(cheat), StepSide(honest()))
     expect(p, "NotDotOp", a[3], game.functions.challengeDot(played.game_id, opened.as_arg(), 3, 0))
+    expect(p, "NotRowMax", a[3], game.functions.challengeRow(played.game_id, opened.as_arg(), 3))
 
 
 # ---- an honest claimant wins ----
