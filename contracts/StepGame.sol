@@ -48,6 +48,12 @@ contract StepGame is IStepGame {
     uint8 internal constant MAX_DEPTH = 24;
     bytes32 internal constant INPUT = keccak256("input");
     bytes32 internal constant ROWMAX = keccak256("rowmax");
+    bytes32 internal constant FIRST_MAX = keccak256("first_max");
+    // What a first_max answer left the counter to show (`Game.blockA` of a row game; docs/dispute-game.md):
+    uint16 internal constant EARLIER_EQUAL = 1; // claimed true at an equal entry j: an equal entry before j
+    uint16 internal constant ANY_EQUAL = 2; // claimed true at j = 0, which is not equal: any equal entry
+    uint16 internal constant FIRST_EQUAL = 3; // claimed false at j = 0 with a later equal entry: entry 0 equal
+    uint16 internal constant NOTHING = 4; // claimed false and shown so: nothing refutes it
 
     struct Game {
         Bisection.Game g;
@@ -274,11 +280,12 @@ contract StepGame is IStepGame {
 
     // ---- a rowmax: the claimant shows the maximum is an entry, the counter shows a larger one ----
 
-    /// @notice The counter disputes output element `element` (a row's maximum) of the opened `rowmax`; the claimant
-    ///         answers with an entry of the row equal to it next (`answerRow`), or loses on time.
+    /// @notice The counter disputes output element `element` of the opened `rowmax` (a row's maximum) or
+    ///         `first_max` (whether an entry is its row's first equal to the maximum); the claimant answers with an
+    ///         entry of the row next (`answerRow`), or loses on time.
     function challengeRow(uint256 gameId, OpOpening calldata op, uint256 element) external {
         Game storage s = _refuting(gameId, op);
-        if (op.codeHash != ROWMAX) revert NotRowMax(op.codeHash);
+        if (op.codeHash != ROWMAX && op.codeHash != FIRST_MAX) revert NotRowMax(op.codeHash);
         uint256 numel = _descents[gameId].numel;
         if (element >= numel) revert NoSuchElement(element, numel);
         s.element = element;
@@ -287,14 +294,20 @@ contract StepGame is IStepGame {
         emit RowChallenged(gameId, element);
     }
 
-    /// @notice The claimant's witness: an entry of the disputed row that, plus +0, is its committed maximum (a NaN
-    ///         for a NaN maximum). The counter refutes with a larger entry next (`refuteRow`), or loses on time.
+    /// @notice The claimant's witness: for `rowmax`, an entry of the disputed row that, plus +0, is its committed
+    ///         maximum (a NaN for a NaN maximum); for `first_max` (i, j), entry j itself when it claims true, or an
+    ///         entry that shows false (j unequal to the maximum, an equal entry before j, or for j = 0 a later equal
+    ///         entry). The counter refutes next (`refuteRow`), or loses on time.
     function answerRow(uint256 gameId, RowCheck calldata c) external {
         Game storage s = _at(gameId, Stage.RowAnswer);
         _charge(s.g, s.g.claimant);
         if (c.outEl.element != s.element) revert NotDisputedElement(c.outEl.element, 0, 0);
-        (, , bool witnesses, ) = moves.rowEntry(s.opened, c);
-        if (!witnesses) revert NotAWitness(c.inEl.element);
+        if (c.op.codeHash == FIRST_MAX) {
+            s.blockA = _firstMaxAnswer(s, c);
+        } else {
+            (, , bool witnesses, ) = moves.rowEntry(s.opened, c);
+            if (!witnesses) revert NotAWitness(c.inEl.element);
+        }
         s.stage = Stage.RowChallenge;
         s.g.counterToMove = true;
         emit RowAnswered(gameId, c.inEl.element);
@@ -305,8 +318,25 @@ contract StepGame is IStepGame {
     function refuteRow(uint256 gameId, RowCheck calldata c) external {
         Game storage s = _counterAt(gameId, Stage.RowChallenge);
         if (c.outEl.element != s.element) revert NotDisputedElement(c.outEl.element, 0, 0);
+        if (c.op.codeHash == FIRST_MAX) {
+            (, uint256 j, uint256 k, bool equal) = moves.firstMaxEntry(s.opened, c);
+            uint16 left = s.blockA;
+            bool shown = (left == EARLIER_EQUAL && k < j) || left == ANY_EQUAL || (left == FIRST_EQUAL && k == 0);
+            _decide(gameId, s, left != NOTHING && equal && shown, Reason.WrongRowMax);
+            return;
+        }
         (, , , bool exceeds) = moves.rowEntry(s.opened, c);
         _decide(gameId, s, exceeds, Reason.WrongRowMax);
+    }
+
+    /// @dev What a `first_max` answer leaves the counter to show; reverts `NotAWitness` for an answer that shows
+    ///      nothing (or an output that is no bool: a claimant that committed one cannot answer).
+    function _firstMaxAnswer(Game storage s, RowCheck calldata c) private view returns (uint16) {
+        (uint256 bits, uint256 j, uint256 k, bool equal) = moves.firstMaxEntry(s.opened, c);
+        if (bits == 1 && k == j && (equal || j == 0)) return equal ? EARLIER_EQUAL : ANY_EQUAL;
+        if (bits == 0 && ((k == j && !equal && j != 0) || (k < j && equal))) return NOTHING;
+        if (bits == 0 && j == 0 && k > 0 && equal) return FIRST_EQUAL;
+        revert NotAWitness(c.inEl.element);
     }
 
     // ---- a dot op: narrowed to one element, then to one integer multiply-add ----

@@ -20,7 +20,8 @@ import {MoveCheck, RowCheck, TensorRef} from "../types/Trace.sol";
 ///         An `index_map` element is recomputed from the op's attributes (`IndexMaps`).
 ///         A `rowmax` element is the row's maximum plus +0 (NaN if any entry is): `rowEntry` opens one entry of the
 ///         row for the step game's witness (the claimant) and refutation (the counter).
-/// @dev `first_max` (the first entry equal to a row's maximum) is not decided yet (docs/dispute-game.md).
+///         A `first_max` element (i, j) is true where j is the first entry of row i equal to the row's maximum, or
+///         j = 0 when none is: `firstMaxEntry` opens one entry of the row and the maximum.
 contract MoveReferee {
     bytes32 internal constant CONST = keccak256("const");
     bytes32 internal constant ZEROS = keccak256("zeros");
@@ -36,6 +37,7 @@ contract MoveReferee {
     bytes32 internal constant EMBED = keccak256("embed");
     bytes32 internal constant INDEX_MAP = keccak256("index_map");
     bytes32 internal constant ROWMAX = keccak256("rowmax");
+    bytes32 internal constant FIRST_MAX = keccak256("first_max");
     /// @dev float32 1.0.
     uint256 internal constant ONE = 0x3f800000;
 
@@ -177,6 +179,36 @@ contract MoveReferee {
         witnesses = Float32.isNaN(mm) ? Float32.isNaN(x) : Float32.add(x, 0) == mm;
         // A claimed -0 has no witness (x + 0 is never -0), so it never reaches the counter's refutation.
         exceeds = !Float32.isNaN(mm) && (Float32.isNaN(x) || Float32.gt(x, mm));
+    }
+
+    /// @notice Prove entry `c.inEl` of row i of a `first_max` op's input w (proven against `opened`), the row's
+    ///         maximum m[i] (`c.maxEl`, the op's second input) and output element (i, j) (`c.outEl`): the output's
+    ///         bits (a bool: 0 or 1 when well formed), j, the entry's place k in the row, and whether w[i, k] == m[i]
+    ///         (IEEE: -0 == +0, a NaN equals nothing, as NumPy compares).
+    function firstMaxEntry(
+        bytes32 opened,
+        RowCheck calldata c
+    ) external pure returns (uint256 bits, uint256 j, uint256 k, bool equal) {
+        if (!TraceProofs.verifyOp(opened, c.op)) revert ITraceProofs.OpNotInTrace(c.op.index);
+        if (c.op.codeHash != FIRST_MAX) revert ITraceProofs.BadMove(c.op.codeHash);
+        if (c.out.root != c.op.outputRoot) revert ITraceProofs.OutputMismatch(c.op.index);
+        if (c.op.inputs.length != 2 || c.input.root != c.op.inputs[0].root) revert ITraceProofs.InputRootMismatch(0);
+        if (c.max.root != c.op.inputs[1].root) revert ITraceProofs.InputRootMismatch(1);
+        uint256[] calldata w = c.input.shape;
+        if (w.length != 2 || c.input.dtype != TraceProofs.DTYPE_FLOAT32 || c.max.dtype != TraceProofs.DTYPE_FLOAT32)
+            revert ITraceProofs.BadMove(FIRST_MAX);
+        if (c.out.dtype != TraceProofs.DTYPE_BOOL || TraceProofs.numel(c.max.shape) != w[0] || w[1] == 0)
+            revert ITraceProofs.BadMove(FIRST_MAX);
+        if (c.out.shape.length != 2 || c.out.shape[0] != w[0] || c.out.shape[1] != w[1])
+            revert ITraceProofs.BadMove(FIRST_MAX);
+        uint256 row = c.outEl.element / w[1];
+        // INVARIANT: the entry and the maximum are those of the output element's row.
+        if (c.inEl.element / w[1] != row) revert ITraceProofs.WrongOperand(c.inEl.element, row);
+        if (c.maxEl.element != row) revert ITraceProofs.WrongOperand(c.maxEl.element, row);
+        bits = TraceProofs.elementBits(c.out, c.outEl);
+        uint32 x = uint32(TraceProofs.elementBits(c.input, c.inEl));
+        equal = Float32.eq(x, uint32(TraceProofs.elementBits(c.max, c.maxEl)));
+        return (bits, c.outEl.element % w[1], c.inEl.element % w[1], equal);
     }
 
     /// @dev The flat index of the input element output element `e` copies.

@@ -99,14 +99,18 @@ struct DotMove {
     BlockWitness bMax;
 }
 
-/// @notice One entry of a row of a `rowmax` op's input and the row's committed maximum (`MoveReferee.rowEntry`): the
-///         op leaf, the input header and entry, the output header and element (the row).
+/// @notice One entry of a row of a `rowmax` or `first_max` op's input and the output element it is about
+///         (`MoveReferee.rowEntry`, `MoveReferee.firstMaxEntry`): the op leaf, the input header and entry, the
+///         output header and element, and for `first_max` the row's maximum (its second input's header and element;
+///         empty for `rowmax`).
 struct RowCheck {
     OpOpening op;
     TensorRef input;
     ElementOpening inEl;
     TensorRef out;
     ElementOpening outEl;
+    TensorRef max;
+    ElementOpening maxEl;
 }
 
 /// @notice The last move over one element of a data-movement or constant op (`MoveReferee.check`): the op leaf,

@@ -62,6 +62,7 @@ def bare(opened: OpOpening) -> tuple[Any, ...]:
 CONTEST = Refutation("descend", ())  # contest the output: the counter's first descent (its args come from the chain)
 # what `MoveReferee` decides
 INDEXED = frozenset(["gather", "take", "embed"])  # movement ops that read an index tensor
+ROW_OPS = frozenset(["rowmax", "first_max"])  # decided by a witness entry and a refuting one
 MOVES = frozenset(["const", "zeros", "index_map", "reshape", "t", "narrow", "cat", "permute", "append_ones",
                    "onehot"]) | INDEXED
 INDEX_MAPS = ("im2col", "col2im", "pool", "unpool", "causal")  # `IndexMaps.sol`'s kind numbers, in order
@@ -126,7 +127,7 @@ class StepSide:
                                       producer.output_root, tuple(slot_path(self.leaves, p, i, self.depth)))
                 return Refutation("refuteInputRoot", (opened.as_arg(), j, at_prefix.as_arg()))
         decidable = t.ops[i].code in ELEMENTWISE or t.ops[i].code in DOT_OPS or t.ops[i].code in MOVES \
-            or t.ops[i].code == "rowmax"
+            or t.ops[i].code in ROW_OPS
         if decidable and t.tensor_roots[i] != opened.output_root:
             return CONTEST
         return None
@@ -146,7 +147,7 @@ class StepSide:
             return None
         if t.ops[i].code in DOT_OPS:
             return Refutation("challengeDot", (opened.as_arg(), wrong, self.dot_sums(i, wrong)[-1]))
-        if t.ops[i].code == "rowmax":
+        if t.ops[i].code in ROW_OPS:
             return Refutation("challengeRow", (opened.as_arg(), wrong))
         ref = tensor_ref(t, i)
         out = (opened.output_root, ref.dtype, list(ref.shape))
@@ -213,44 +214,90 @@ class StepSide:
         return (tensor_ref(t, op.inputs[0]).as_arg(), opening.as_arg(), tensor_ref(t, op.inputs[1]).as_arg(),
                 open_element(t, op.inputs[1], at).as_arg())
 
-    # ---- a rowmax element: the claimant's witness entry, the counter's larger entry ----
+    # ---- a rowmax or first_max element: the claimant's witness entry, the counter's refuting entry ----
 
     def _row_check(self, opened: OpOpening, entry: int, out_el: tuple[Any, ...]) -> tuple[Any, ...]:
-        t, (j,) = self.trace, self.trace.ops[opened.index].inputs
+        t, op = self.trace, self.trace.ops[opened.index]
         ref = tensor_ref(t, opened.index)
         out = (opened.output_root, ref.dtype, list(ref.shape))
-        return (bare(opened), tensor_ref(t, j).as_arg(), open_element(t, j, entry).as_arg(), out, out_el)
+        w = op.inputs[0]
+        if op.code == "first_max":  # the row's maximum too
+            width = t.values[w].shape[-1]
+            maximum = (tensor_ref(t, op.inputs[1]).as_arg(), open_element(t, op.inputs[1], entry // width).as_arg())
+        else:
+            maximum = ((bytes(32), 0, []), NO_ELEMENT.as_arg())
+        return (bare(opened), tensor_ref(t, w).as_arg(), open_element(t, w, entry).as_arg(), out, out_el, *maximum)
+
+    def _row(self, opened: OpOpening, element: int) -> tuple[Any, Any, int]:
+        """(the disputed row of the op's first input, the row's maximum for first_max, the row's width)."""
+        t, op = self.trace, self.trace.ops[opened.index]
+        w = t.values[op.inputs[0]]
+        width = w.shape[-1]
+        row = w.reshape(-1, width)[element // width if op.code == "first_max" else element]
+        m = t.values[op.inputs[1]].reshape(-1)[element // width] if op.code == "first_max" else None
+        return row, m, width
 
     def row_answer(self, opened: OpOpening, element: int) -> Refutation | None:
-        """The claimant's ``answerRow``: the first entry of row `element` that, plus +0, is its committed maximum
-        (None when its maximum is no entry's: it cannot answer)."""
-        t = self.trace
-        (j,) = t.ops[opened.index].inputs
-        row = t.values[j].reshape(-1, t.values[j].shape[-1])[element]
-        m = t.values[opened.index].reshape(-1)[element]
-        hits = np.isnan(row) if np.isnan(m) else ((row + np.float32(0)).view(np.uint32) == m.view(np.uint32))
-        if not hits.any():
-            return None
-        entry = element * row.size + int(np.argmax(hits))
+        """The claimant's ``answerRow`` (None when its committed element has no answer). rowmax: the first entry
+        of row `element` that, plus +0, is its committed maximum. first_max (i, j): entry j when it claims true;
+        else an entry showing false (j unequal, an earlier equal entry, or for j = 0 a later equal one)."""
+        t, code = self.trace, self.trace.ops[opened.index].code
+        row, m, width = self._row(opened, element)
+        mine = t.values[opened.index].reshape(-1)[element]
+        if code == "first_max":
+            j, equal = element % width, row == m  # NumPy's ==: -0 == +0, a NaN equals nothing
+            if bool(mine):
+                k: int | None = j if equal[j] or j == 0 else None
+            elif j != 0 and not equal[j]:
+                k = j
+            elif equal[:j].any():
+                k = int(np.argmax(equal[:j]))
+            elif j == 0 and equal[1:].any():
+                k = 1 + int(np.argmax(equal[1:]))
+            else:
+                k = None
+            if k is None:
+                return None
+            entry = element - j + k
+        else:
+            hits = np.isnan(row) if np.isnan(mine) else ((row + np.float32(0)).view(np.uint32) == mine.view(np.uint32))
+            if not hits.any():
+                return None
+            entry = element * width + int(np.argmax(hits))
         return Refutation("answerRow", (self._row_check(opened, entry, open_element(t, opened.index, element)
                                                         .as_arg()),))
 
     def row_refutation(self, opened: OpOpening, revealed: RevealedChunk, element: int) -> Refutation | None:
-        """The counter's ``refuteRow``: an entry of row `element` that is NaN or above the claimant's maximum (read
-        from the chunk it revealed), or None when there is none."""
-        t = self.trace
-        (j,) = t.ops[opened.index].inputs
-        row = t.values[j].reshape(-1, t.values[j].shape[-1])[element]
-        item = 4
+        """The counter's ``refuteRow`` against the claimant's element (read from the chunk it revealed), or None.
+        rowmax: an entry that is NaN or above the maximum. first_max (i, j): an equal entry before j where it
+        claims true at an equal j, any equal entry where it claims true at an unequal j = 0, entry 0 where it
+        claims false at j = 0."""
+        code = self.trace.ops[opened.index].code
+        row, m, width = self._row(opened, element)
+        item = 1 if code == "first_max" else 4
         at = (element * item) % CHUNK
-        m = np.frombuffer(revealed.chunk[at:at + item], dtype="<f4")[0]
-        if np.isnan(m):
-            return None
-        bigger = np.isnan(row) | (row > m)
-        if not bigger.any():
-            return None
+        raw = revealed.chunk[at:at + item]
+        if code == "first_max":
+            j, equal = element % width, row == m
+            if raw == b"\x01" and equal[j]:
+                candidates = equal[:j]
+            elif raw == b"\x01" and j == 0:
+                candidates = equal
+            elif raw == b"\x00" and j == 0:
+                candidates = equal[:1]
+            else:
+                return None
+            if not candidates.any():
+                return None
+            entry = element - j + int(np.argmax(candidates))
+        else:
+            mx = np.frombuffer(raw, dtype="<f4")[0]
+            bigger = np.isnan(row) | (row > mx)
+            if np.isnan(mx) or not bigger.any():
+                return None
+            entry = element * width + int(np.argmax(bigger))
         out_el = (element, revealed.index, revealed.chunk, list(revealed.siblings))
-        return Refutation("refuteRow", (self._row_check(opened, element * row.size + int(np.argmax(bigger)), out_el),))
+        return Refutation("refuteRow", (self._row_check(opened, entry, out_el),))
 
     # ---- the descent into the disputed op's output ----
 

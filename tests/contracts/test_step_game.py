@@ -297,6 +297,74 @@ def test_an_honest_row_maximum_survives_a_counter_that_lies_about_it(proto: Prot
     assert (out["winner"], out["reason"]) == (a[2].address, TIMEOUT)
 
 
+def with_bool(t: Trace, i: int, element: int, value: bool) -> Trace:
+    values = [v.copy() for v in t.values]
+    values[i].reshape(-1)[element] = value
+    return Trace(list(t.ops), values, dict(t.outputs))
+
+
+def first_max_case() -> tuple[Trace, int, int, int]:
+    """The CNN step, its first_max op, a row whose first maximum is not at 0, and that position."""
+    cnn = traced("cnn", "sgd")
+    i = next(j for j, op in enumerate(cnn.ops) if op.code == "first_max")
+    out = cnn.values[i]
+    row = next(r for r in range(out.shape[0]) if not out[r, 0])
+    return cnn, i, row, int(np.argmax(out[row]))
+
+
+def first_max_game(p: Protocol, game: Any, cheat: StepSide, counter: StepSide, cnn: Trace,
+                   element: int) -> tuple[Any, OpOpening, RevealedChunk]:
+    played, opened = play_to_refutation(p, game, cheat, counter, cnn)
+    revealed = contested(p, game, played, opened, cheat, counter)
+    r = counter.refute_chunk(opened, revealed)
+    assert r is not None and r.function == "challengeRow" and r.args[1] == element
+    refute(p, game, played, p.accounts[3], r)
+    return played, opened, revealed
+
+
+def test_a_first_maximum_moved_to_entry_0_is_refuted_by_the_real_one(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    cnn, i, row, j = first_max_case()
+    width = cnn.values[i].shape[1]
+    cheat, counter = StepSide(with_bool(cnn, i, row * width, True)), StepSide(cnn)  # claims entry 0 is first
+    played, opened, revealed = first_max_game(p, game, cheat, counter, cnn, row * width)
+    answer = cheat.row_answer(opened, row * width)
+    assert answer is not None  # true at 0, which is unequal: it claims no entry is equal
+    p.tx(a[2], game.functions.answerRow(played.game_id, *answer.args))
+    r = counter.row_refutation(opened, revealed, row * width)
+    assert r is not None and r.args[0][2][0] == row * width + j  # the real first maximum
+    out = decided(p, game, refute(p, game, played, a[3], r))
+    assert (out["winner"], out["reason"]) == (a[3].address, WRONG_ROW_MAX)
+
+
+def test_a_first_maximum_denied_has_no_answer(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    cnn, i, row, j = first_max_case()
+    e = row * cnn.values[i].shape[1] + j
+    cheat = StepSide(with_bool(cnn, i, e, False))
+    played, opened, _ = first_max_game(p, game, cheat, StepSide(cnn), cnn, e)
+    assert cheat.row_answer(opened, e) is None  # j is equal and first, and not 0: nothing shows false
+    p.advance(CLOCK + 1)
+    out = decided(p, game, p.tx(a[9], game.functions.timeout(played.game_id)))
+    assert (out["winner"], out["reason"]) == (a[3].address, TIMEOUT)
+
+
+def test_an_honest_first_maximum_survives_a_counter_that_lies_about_it(proto: Protocol, game: Any) -> None:
+    p, a = proto, proto.accounts
+    cnn, i, row, j = first_max_case()
+    e = row * cnn.values[i].shape[1] + j
+    claimant, liar = StepSide(cnn), StepSide(with_bool(cnn, i, e, False))
+    played, opened, revealed = first_max_game(p, game, claimant, liar, cnn, e)
+    answer = claimant.row_answer(opened, e)
+    assert answer is not None
+    p.tx(a[2], game.functions.answerRow(played.game_id, *answer.args))
+    assert liar.row_refutation(opened, revealed, e) is None
+    expect(p, "NotRefuted", a[3], game.functions.refuteRow(played.game_id, *answer.args))
+    p.advance(CLOCK + 1)
+    out = decided(p, game, p.tx(a[9], game.functions.timeout(played.game_id)))
+    assert (out["winner"], out["reason"]) == (a[2].address, TIMEOUT)
+
+
 def test_an_honest_copy_survives_a_counter_that_lies_about_it(proto: Protocol, game: Any) -> None:
     p, a = proto, proto.accounts
     i = first("t")
