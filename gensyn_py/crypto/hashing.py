@@ -7,7 +7,7 @@ import hashlib
 from sha3 import keccak_256  # safe-pysha3: C keccak; a call costs about 1 us against eth-hash's 8-12 us
 
 
-def keccak256(data: bytes) -> bytes:
+def keccak256(data: bytes | memoryview) -> bytes:
     """The EVM's keccak256 of `data` (32 bytes)."""
     return keccak_256(data).digest()
 

@@ -26,7 +26,8 @@ def _levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
     levels = [list(leaves)]
     while len(levels[-1]) > 1:
         cur = levels[-1]
-        nxt = [hash_pair(cur[i], cur[i + 1]) for i in range(0, len(cur) - 1, 2)]
+        # hash_pair, inlined; an odd last node has no partner and is promoted below
+        nxt = [keccak256(a + b if a < b else b + a) for a, b in zip(cur[0::2], cur[1::2], strict=False)]
         if len(cur) % 2:
             nxt.append(cur[-1])
         levels.append(nxt)

@@ -25,7 +25,7 @@ import numpy as np
 from gensyn_py.crypto.hashing import keccak256, uint256
 from gensyn_py.crypto.merkle import merkle_proof, merkle_root, verify_proof
 from gensyn_py.errors import VerificationError
-from gensyn_py.proof.tensor_commit import ElementProof, prove_element, tensor_root, verify_element
+from gensyn_py.proof.tensor_commit import ElementProof, prove_element, tensor_root, tensor_roots, verify_element
 from gensyn_py.repro import reference as R
 from gensyn_py.repro.opset import CONSTANT, ELEMENTWISE, MOVEMENT, OP_ARGS
 
@@ -106,7 +106,7 @@ class Trace:
 
     @cached_property
     def tensor_roots(self) -> list[bytes]:
-        return [tensor_root(v) for v in self.values]
+        return tensor_roots(self.values)
 
     def op_leaf(self, i: int) -> bytes:
         """keccak256(uint256 i ++ keccak(code) ++ keccak(attrs JSON) ++ (uint256 id ++ root) per input ++ root i)."""
