@@ -162,9 +162,7 @@ contract MoveReferee {
         bytes32 opened,
         RowCheck calldata c
     ) external pure returns (uint256 m, uint256 entry, bool witnesses, bool exceeds) {
-        if (!TraceProofs.verifyOp(opened, c.op)) revert ITraceProofs.OpNotInTrace(c.op.index);
-        if (c.op.codeHash != ROWMAX) revert ITraceProofs.BadMove(c.op.codeHash);
-        if (c.out.root != c.op.outputRoot) revert ITraceProofs.OutputMismatch(c.op.index);
+        _rowOp(opened, c, ROWMAX);
         if (c.op.inputs.length != 1 || c.input.root != c.op.inputs[0].root) revert ITraceProofs.InputRootMismatch(0);
         uint256 r = c.input.shape.length;
         if (r == 0 || c.input.dtype != TraceProofs.DTYPE_FLOAT32 || c.out.dtype != TraceProofs.DTYPE_FLOAT32)
@@ -189,9 +187,7 @@ contract MoveReferee {
         bytes32 opened,
         RowCheck calldata c
     ) external pure returns (uint256 bits, uint256 j, uint256 k, bool equal) {
-        if (!TraceProofs.verifyOp(opened, c.op)) revert ITraceProofs.OpNotInTrace(c.op.index);
-        if (c.op.codeHash != FIRST_MAX) revert ITraceProofs.BadMove(c.op.codeHash);
-        if (c.out.root != c.op.outputRoot) revert ITraceProofs.OutputMismatch(c.op.index);
+        _rowOp(opened, c, FIRST_MAX);
         if (c.op.inputs.length != 2 || c.input.root != c.op.inputs[0].root) revert ITraceProofs.InputRootMismatch(0);
         if (c.max.root != c.op.inputs[1].root) revert ITraceProofs.InputRootMismatch(1);
         uint256[] calldata w = c.input.shape;
@@ -209,6 +205,13 @@ contract MoveReferee {
         uint32 x = uint32(TraceProofs.elementBits(c.input, c.inEl));
         equal = Float32.eq(x, uint32(TraceProofs.elementBits(c.max, c.maxEl)));
         return (bits, c.outEl.element % w[1], c.inEl.element % w[1], equal);
+    }
+
+    /// @dev `c.op` is the opened leaf, of op `code`, and `c.out` its output.
+    function _rowOp(bytes32 opened, RowCheck calldata c, bytes32 code) private pure {
+        if (!TraceProofs.verifyOp(opened, c.op)) revert ITraceProofs.OpNotInTrace(c.op.index);
+        if (c.op.codeHash != code) revert ITraceProofs.BadMove(c.op.codeHash);
+        if (c.out.root != c.op.outputRoot) revert ITraceProofs.OutputMismatch(c.op.index);
     }
 
     /// @dev The flat index of the input element output element `e` copies.

@@ -218,6 +218,13 @@ def flipped_int(t: Trace, i: int, element: int) -> Trace:
     return Trace(list(t.ops), values, dict(t.outputs))
 
 
+def timed_out(p: Protocol, game: Any, played: Any) -> tuple[str, int]:
+    """Past both clocks, anyone ends the game: (the winner, the reason)."""
+    p.advance(CLOCK + 1)
+    out = decided(p, game, p.tx(p.accounts[9], game.functions.timeout(played.game_id)))
+    return out["winner"], out["reason"]
+
+
 ROW = 3  # the row of the softmax's rowmax the rowmax tests dispute
 
 
@@ -251,9 +258,7 @@ def test_a_row_maximum_that_no_entry_has_loses_on_time(proto: Protocol, game: An
     check = list(honest_answer.args[0])
     check[4] = open_element(cheat.trace, i, ROW).as_arg()
     expect(p, "NotAWitness", a[2], game.functions.answerRow(played.game_id, tuple(check)))
-    p.advance(CLOCK + 1)
-    out = decided(p, game, p.tx(a[9], game.functions.timeout(played.game_id)))
-    assert (out["winner"], out["reason"]) == (a[3].address, TIMEOUT)
+    assert timed_out(p, game, played) == (a[3].address, TIMEOUT)
 
 
 def test_a_row_maximum_below_the_largest_entry_is_refuted_by_it(proto: Protocol, game: Any) -> None:
@@ -292,9 +297,7 @@ def test_an_honest_row_maximum_survives_a_counter_that_lies_about_it(proto: Prot
         check[2] = open_element(honest(), j, entry).as_arg()
         check[4] = (ROW, revealed.index, revealed.chunk, list(revealed.siblings))
         expect(p, "NotRefuted", a[3], game.functions.refuteRow(played.game_id, tuple(check)))
-    p.advance(CLOCK + 1)
-    out = decided(p, game, p.tx(a[9], game.functions.timeout(played.game_id)))
-    assert (out["winner"], out["reason"]) == (a[2].address, TIMEOUT)
+    assert timed_out(p, game, played) == (a[2].address, TIMEOUT)
 
 
 def with_bool(t: Trace, i: int, element: int, value: bool) -> Trace:
@@ -344,9 +347,7 @@ def test_a_first_maximum_denied_has_no_answer(proto: Protocol, game: Any) -> Non
     cheat = StepSide(with_bool(cnn, i, e, False))
     played, opened, _ = first_max_game(p, game, cheat, StepSide(cnn), cnn, e)
     assert cheat.row_answer(opened, e) is None  # j is equal and first, and not 0: nothing shows false
-    p.advance(CLOCK + 1)
-    out = decided(p, game, p.tx(a[9], game.functions.timeout(played.game_id)))
-    assert (out["winner"], out["reason"]) == (a[3].address, TIMEOUT)
+    assert timed_out(p, game, played) == (a[3].address, TIMEOUT)
 
 
 def test_an_honest_first_maximum_survives_a_counter_that_lies_about_it(proto: Protocol, game: Any) -> None:
@@ -360,9 +361,7 @@ def test_an_honest_first_maximum_survives_a_counter_that_lies_about_it(proto: Pr
     p.tx(a[2], game.functions.answerRow(played.game_id, *answer.args))
     assert liar.row_refutation(opened, revealed, e) is None
     expect(p, "NotRefuted", a[3], game.functions.refuteRow(played.game_id, *answer.args))
-    p.advance(CLOCK + 1)
-    out = decided(p, game, p.tx(a[9], game.functions.timeout(played.game_id)))
-    assert (out["winner"], out["reason"]) == (a[2].address, TIMEOUT)
+    assert timed_out(p, game, played) == (a[2].address, TIMEOUT)
 
 
 def test_an_honest_copy_survives_a_counter_that_lies_about_it(proto: Protocol, game: Any) -> None:
