@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from gensyn_py.errors import TrainingError
 from gensyn_py.proof.commitment import Manifest, UnitCommitment, transcript_commit, transcript_hash
+from gensyn_py.proof.hash_process import state_hash_beside
 from gensyn_py.proof.record import UnitRecord
 from gensyn_py.proof.resume import Resume, resume_record
 from gensyn_py.proof.state import decode_state, encode_state, state_hash_of_bytes
@@ -51,7 +52,8 @@ MAX_PENDING_CHECKPOINTS = 2
 class _CheckpointWriter:
     """Hashes and stores encoded checkpoints in order and appends them to the record.
 
-    With `overlap`, that work runs on one background thread; otherwise inline. With
+    With `overlap`, that work runs on one background thread, the state hash in a helper process
+    (`proof/hash_process.py`); otherwise inline. With
     `record_path`, the record is saved after each stored checkpoint, holding the losses
     up to that checkpoint's step, so the file always describes a resumable state.
     """
@@ -83,7 +85,8 @@ class _CheckpointWriter:
             if len(rec.cids) != index:
                 raise TrainingError(f"checkpoint {index} would be recorded as number {len(rec.cids)}")
             cid = self._store.put(data)
-            rec.hashes.append(state_hash_of_bytes(data))
+            # Overlapped: hashed in a helper process, so the GIL-bound keccak loop runs beside training.
+            rec.hashes.append(state_hash_of_bytes(data) if self._pool is None else state_hash_beside(data))
             rec.cids.append(cid)
             if self._record_path is not None:
                 UnitRecord(list(rec.cids), list(rec.hashes), rec.losses[:step]).save(self._record_path)
