@@ -213,22 +213,24 @@ contract StepGame is IStepGame {
     ///         one-leaf tree), the input elements and the claimant's output element (`ElementStep.check`). The same
     ///         holds for every `DotMove` below.
     function refuteElement(uint256 gameId, ElementCheck calldata c) external {
-        Game storage s = _counterAt(gameId, Stage.Refute);
-        if (c.op.index != s.g.lo) revert WrongOp(c.op.index, s.g.lo);
-        bytes memory ret = _forward(address(elements), ElementReferee.check.selector, s.opened);
-        (, , bool same) = abi.decode(ret, (uint256, uint256, bool));
-        _decide(gameId, s, !same, Reason.WrongElement);
+        _refuteByReferee(gameId, c.op.index, address(elements), ElementReferee.check.selector, Reason.WrongElement);
     }
 
-    /// @notice An output element of the opened data-movement or constant op (`reshape`, `t`, `narrow`, `const`,
-    ///         `zeros`) is not the input element it copies, or not the constant (`MoveReferee.check`; the op leaf
-    ///         given with no path, as for `refuteElement`).
+    /// @notice An output element of the opened data-movement, constant or index-map op is not the input element it
+    ///         copies, or not the value its attributes give (`MoveReferee.check`; the op leaf given with no path,
+    ///         as for `refuteElement`).
     function refuteMove(uint256 gameId, MoveCheck calldata c) external {
+        _refuteByReferee(gameId, c.op.index, address(moves), MoveReferee.check.selector, Reason.WrongMove);
+    }
+
+    /// @dev The counter's one-call refutation of the opened op `index`: `referee` checks this call's own arguments
+    ///      (forwarded) and says whether the claimant's element is the rule's.
+    function _refuteByReferee(uint256 gameId, uint256 index, address referee, bytes4 selector, Reason reason) private {
         Game storage s = _counterAt(gameId, Stage.Refute);
-        if (c.op.index != s.g.lo) revert WrongOp(c.op.index, s.g.lo);
-        bytes memory ret = _forward(address(moves), MoveReferee.check.selector, s.opened);
+        if (index != s.g.lo) revert WrongOp(index, s.g.lo);
+        bytes memory ret = _forward(referee, selector, s.opened);
         (, , bool same) = abi.decode(ret, (uint256, uint256, bool));
-        _decide(gameId, s, !same, Reason.WrongMove);
+        _decide(gameId, s, !same, reason);
     }
 
     // ---- the output: a descent to one chunk where the claimant's output differs from the counter's ----

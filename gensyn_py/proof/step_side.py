@@ -60,11 +60,12 @@ def bare(opened: OpOpening) -> tuple[Any, ...]:
 
 
 CONTEST = Refutation("descend", ())  # contest the output: the counter's first descent (its args come from the chain)
-# what `MoveReferee` decides
 INDEXED = frozenset(["gather", "take", "embed"])  # movement ops that read an index tensor
 ROW_OPS = frozenset(["rowmax", "first_max"])  # decided by a witness entry and a refuting one
+# what `MoveReferee.check` decides
 MOVES = frozenset(["const", "zeros", "index_map", "reshape", "t", "narrow", "cat", "permute", "append_ones",
                    "onehot"]) | INDEXED
+DECIDED = ELEMENTWISE | frozenset(DOT_OPS) | MOVES | ROW_OPS  # every op whose output the contract judges
 INDEX_MAPS = ("im2col", "col2im", "pool", "unpool", "causal")  # `IndexMaps.sol`'s kind numbers, in order
 
 
@@ -126,9 +127,7 @@ class StepSide:
                 at_prefix = OpOpening(p, producer.code_hash, producer.attrs_hash, producer.inputs,
                                       producer.output_root, tuple(slot_path(self.leaves, p, i, self.depth)))
                 return Refutation("refuteInputRoot", (opened.as_arg(), j, at_prefix.as_arg()))
-        decidable = t.ops[i].code in ELEMENTWISE or t.ops[i].code in DOT_OPS or t.ops[i].code in MOVES \
-            or t.ops[i].code in ROW_OPS
-        if decidable and t.tensor_roots[i] != opened.output_root:
+        if t.ops[i].code in DECIDED and t.tensor_roots[i] != opened.output_root:
             return CONTEST
         return None
 
@@ -149,8 +148,7 @@ class StepSide:
             return Refutation("challengeDot", (opened.as_arg(), wrong, self.dot_sums(i, wrong)[-1]))
         if t.ops[i].code in ROW_OPS:
             return Refutation("challengeRow", (opened.as_arg(), wrong))
-        ref = tensor_ref(t, i)
-        out = (opened.output_root, ref.dtype, list(ref.shape))
+        out = self._out(opened)
         out_el = (wrong, revealed.index, revealed.chunk, list(revealed.siblings))
         if t.ops[i].code in MOVES:
             return Refutation("refuteMove", (self._move_check(opened, wrong, out, out_el),))
@@ -216,10 +214,14 @@ class StepSide:
 
     # ---- a rowmax or first_max element: the claimant's witness entry, the counter's refuting entry ----
 
+    def _out(self, opened: OpOpening) -> tuple[Any, ...]:
+        """The claimant's output header of the opened op (a `TensorRef`: its root and this side's dtype and shape)."""
+        ref = tensor_ref(self.trace, opened.index)
+        return (opened.output_root, ref.dtype, list(ref.shape))
+
     def _row_check(self, opened: OpOpening, entry: int, out_el: tuple[Any, ...]) -> tuple[Any, ...]:
         t, op = self.trace, self.trace.ops[opened.index]
-        ref = tensor_ref(t, opened.index)
-        out = (opened.output_root, ref.dtype, list(ref.shape))
+        out = self._out(opened)
         w = op.inputs[0]
         if op.code == "first_max":  # the row's maximum too
             width = t.values[w].shape[-1]

@@ -37,7 +37,11 @@ def _header(arr: np.ndarray[Any, Any]) -> bytes:
 def tensor_leaves(arr: np.ndarray[Any, Any]) -> list[bytes]:
     """keccak256(uint256 chunk index ++ 32 bytes) per 32-byte chunk of the little-endian element bytes,
     the last chunk zero-padded (one zero chunk for an empty tensor)."""
-    raw = _raw(arr)
+    return _leaves(_raw(arr))
+
+
+def _leaves(raw: bytes) -> list[bytes]:
+    """``tensor_leaves`` of element bytes."""
     raw += bytes(-len(raw) % CHUNK or (CHUNK if not raw else 0))
     n = len(raw) // CHUNK
     # Every leaf's preimage laid out at once (32-byte big-endian index, then the chunk): one keccak call per leaf
@@ -63,7 +67,7 @@ def tensor_roots(arrs: list[np.ndarray[Any, Any]]) -> list[bytes]:
         raw = _raw(arr)
         key = hashlib.blake2b(raw, digest_size=32).digest() + len(raw).to_bytes(8, "big")
         if key not in data:
-            data[key] = merkle_root(tensor_leaves(arr))
+            data[key] = merkle_root(_leaves(raw))
         roots.append(keccak256(_header(arr) + data[key]))
     return roots
 
