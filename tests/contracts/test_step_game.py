@@ -380,7 +380,8 @@ NO_INDEX = ((bytes(32), 0, []), NO_ELEMENT.as_arg())
 
 
 def test_the_move_referee_refuses_an_op_it_does_not_decide(proto: Protocol, game: Any) -> None:
-    """`rowmax` reads a whole row, which `MoveReferee` does not: asked about it, it refuses by name."""
+    """`MoveReferee.check` judges one element from the elements it copies; a `rowmax` element depends on its whole
+    row and goes through the row stage instead (`challengeRow`), so `check` refuses it by name."""
     p = proto
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = Trace([TraceOp("input", (), ("x",)), TraceOp("rowmax", (0,), ())], [x, x.max(axis=1, keepdims=True)])
