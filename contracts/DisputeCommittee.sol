@@ -4,6 +4,7 @@ pragma solidity ^0.8.24;
 import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {IDisputeCommittee} from "./interfaces/IDisputeCommittee.sol";
 import {IDisputeResolver} from "./interfaces/IDisputeResolver.sol";
 import {DRAW_WEIGHT_SCALE, INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {ITaskPool} from "./interfaces/ITaskPool.sol";
@@ -18,7 +19,7 @@ import {Dispute, Seat} from "./types/Dispute.sol";
 ///         unbonded (it cannot be: it is locked), changes nothing. A vote against the outcome loses the whole
 ///         lock, a missing vote `MISS_PENALTY_BPS` of it; what is slashed goes to the members who voted with the
 ///         outcome. Between transactions this contract holds no tokens: TaskPool moves the unit's money.
-contract DisputeCommittee is IDisputeResolver, Ownable {
+contract DisputeCommittee is IDisputeCommittee, Ownable {
     using SafeERC20 for IERC20;
 
     /// @notice Largest first-round committee: the last round seats 4x it, and a round's draw and the final
@@ -87,6 +88,7 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
     /// @inheritdoc IDisputeResolver
     function openDispute(
         uint256 unitId,
+        uint256, // segment: every member replays the disputed segment off-chain
         uint8 deviceClass,
         bytes32 replayClass,
         address solver,
@@ -109,7 +111,7 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         emit DisputeOpened(id, unitId, solver, opener, d.commitDeadline);
     }
 
-    /// @inheritdoc IDisputeResolver
+    /// @inheritdoc IDisputeCommittee
     function drawCommittee(uint256 id) public {
         Dispute storage d = _open(id);
         if (d.drawn) return;
@@ -130,7 +132,7 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         emit CommitteeDrawn(id, seated);
     }
 
-    /// @inheritdoc IDisputeResolver
+    /// @inheritdoc IDisputeCommittee
     function commitVote(uint256 id, bytes32 commitment) external {
         Dispute storage d = _open(id);
         Seat storage s = _seatInRound(d, id);
@@ -142,7 +144,7 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         emit VoteCommitted(id, msg.sender, d.round);
     }
 
-    /// @inheritdoc IDisputeResolver
+    /// @inheritdoc IDisputeCommittee
     function revealVote(uint256 id, bool solverHonest, bytes32 salt) external {
         Dispute storage d = _open(id);
         Seat storage s = _seatInRound(d, id);
@@ -163,7 +165,7 @@ contract DisputeCommittee is IDisputeResolver, Ownable {
         emit VoteRevealed(id, msg.sender, solverHonest, memberBond);
     }
 
-    /// @inheritdoc IDisputeResolver
+    /// @inheritdoc IDisputeCommittee
     function resolve(uint256 id) external {
         Dispute storage d = _open(id);
         // A round ends early only when nothing can change any more: every seat revealed. An undrawn round ends

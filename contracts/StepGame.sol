@@ -68,6 +68,7 @@ contract StepGame is IStepGame {
         uint16 blockB;
         uint8 depth;
         Stage stage;
+        address winner; // once decided; zero for a game decided without a winner (`Reason.NonFiniteDot`)
     }
 
     /// @notice Who may open games: the contract that binds the traces to commitments (the deployer until then).
@@ -462,6 +463,7 @@ contract StepGame is IStepGame {
         address loser = g.outOfTime();
         s.stage = Stage.Decided;
         address winner = loser == g.claimant ? g.counter : g.claimant;
+        s.winner = winner;
         emit GameDecided(gameId, winner, loser, Reason.Timeout);
     }
 
@@ -471,6 +473,12 @@ contract StepGame is IStepGame {
     function deadline(uint256 gameId) external view returns (address mover, uint64 due) {
         Game storage s = _game(gameId);
         return (s.g.mover(), s.g.deadline());
+    }
+
+    /// @inheritdoc IStepGame
+    function resultOf(uint256 gameId) external view returns (bool decided, address winner) {
+        Game storage s = _game(gameId);
+        return (s.stage == Stage.Decided, s.winner);
     }
 
     /// @notice A game's stage, interval, agreed root and both sides' roots at `hi`.
@@ -593,6 +601,7 @@ contract StepGame is IStepGame {
     function _decide(uint256 gameId, Game storage s, bool refuted, Reason reason) private {
         if (!refuted) revert NotRefuted(gameId, reason);
         s.stage = Stage.Decided;
+        s.winner = s.g.counter;
         emit GameDecided(gameId, s.g.counter, s.g.claimant, reason);
     }
 }

@@ -55,6 +55,8 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     INodeRegistry public immutable registry;
     /// @inheritdoc ITaskPool
     IDisputeResolver public resolver;
+    /// @inheritdoc ITaskPool
+    IDisputeResolver public game;
     // Copies of the parameters the honest path reads (no SLOAD); all of them are in `_s.params`.
     uint16 internal immutable _validatorsPerUnit;
     uint64 internal immutable _claimWindow;
@@ -109,9 +111,10 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     }
 
     /// @inheritdoc ITaskPool
-    function wire(address resolver_) external onlyOwner {
+    function wire(address resolver_, address game_) external onlyOwner {
         if (address(resolver) != address(0)) revert AlreadyWired();
         resolver = IDisputeResolver(resolver_);
+        game = IDisputeResolver(game_);
     }
 
     // ---------------------------------------------------------------- jobs
@@ -293,7 +296,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     function challenge(uint256 unitId, uint256 segmentIndex, bytes32 salt) external nonReentrant {
         uint256 bond = Disputes.challenge(_s, registry, unitId, segmentIndex, salt);
         token.safeTransferFrom(msg.sender, address(this), bond);
-        Disputes.open(_s, resolver, unitId, msg.sender, segmentIndex);
+        Disputes.open(_s, resolverOf(unitId), unitId, msg.sender, segmentIndex);
     }
 
     // ---------------------------------------------------------------- settlement
@@ -308,8 +311,8 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
 
     /// @inheritdoc ITaskPool
     function onDisputeResolved(uint256 unitId, Outcome outcome, address[] calldata winners) external nonReentrant {
-        // INVARIANT: only the dispute resolver moves a disputed unit's money.
-        if (msg.sender != address(resolver)) revert NotResolver(msg.sender);
+        // INVARIANT: only the unit's own dispute resolver moves a disputed unit's money.
+        if (msg.sender != address(resolverOf(unitId))) revert NotResolver(msg.sender);
         Disputes.settle(_s, registry, unitId, outcome, winners);
     }
 
@@ -325,7 +328,12 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     /// @inheritdoc ITaskPool
     function longestExposure() external view returns (uint64) {
         PoolParams storage c = _s.params;
-        return c.verdictCommitWindow + c.revealWindow + c.challengeWindow + resolver.maxDuration();
+        uint64 longest = resolver.maxDuration();
+        if (address(game) != address(0)) {
+            uint64 g = game.maxDuration();
+            if (g > longest) longest = g;
+        }
+        return c.verdictCommitWindow + c.revealWindow + c.challengeWindow + longest;
     }
 
     /// @inheritdoc ITaskPool
@@ -382,6 +390,15 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     {
         Job storage j = _s.jobs[jobId];
         return (j.requester, j.status, j.round, j.aggPhase, j.pending, j.escrow);
+    }
+
+    /// @inheritdoc ITaskPool
+    function resolverOf(uint256 unitId) public view returns (IDisputeResolver) {
+        StoredUnit storage u = _s.units[unitId];
+        // INVARIANT: the contract judges a repro training unit of a job with a step table; the committee every
+        // other (an exact unit, an aggregation, a job without a table), or every unit when no game is wired.
+        bool judged = address(game) != address(0) && u.shard != Units.AGGREGATION && _s.steps[u.jobId].root != 0;
+        return judged ? game : resolver;
     }
 
     /// @inheritdoc ITaskPool
@@ -477,7 +494,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     /// @dev A reject opens a dispute at once; the last accept verifies the unit.
     function _afterReveal(uint256 unitId, StoredUnit storage u, bool accept, uint256 seg) internal {
         if (!accept) {
-            Disputes.open(_s, resolver, unitId, msg.sender, seg);
+            Disputes.open(_s, resolverOf(unitId), unitId, msg.sender, seg);
         } else if (u.revealed == u.nValidators) {
             u.verify(unitId, _challengeWindow);
         }

@@ -34,8 +34,13 @@ from brownie import (
     DataAvailability,
     DisputeCommittee,
     Disputes,
+    DotReferee,
+    ElementReferee,
     GensynToken,
+    MoveReferee,
     NodeRegistry,
+    SegmentGame,
+    StepGame,
     TaskPool,
     Units,
     accounts,
@@ -114,7 +119,11 @@ def main(*flags: str) -> dict[str, Any]:
     }
     pool = TaskPool.deploy(token.address, registry.address, tuple(p[k] for k in POOL_FIELDS), deployer.address, tx)
     committee = DisputeCommittee.deploy(registry.address, *committee_args(p), deployer.address, tx)
-    pool.wire(committee.address, tx)
+    game = SegmentGame.deploy(pool.address, p["gameClock"], deployer.address, tx)
+    referees = [r.deploy(tx).address for r in (ElementReferee, DotReferee, MoveReferee)]
+    step_game = StepGame.deploy(game.address, p["stepGameClock"], *referees, tx)
+    game.wire(step_game.address, tx)
+    pool.wire(committee.address, game.address, tx)
     committee.wire(pool.address, tx)
     perms = [REGISTRY_PERMISSIONS["TaskPool"], REGISTRY_PERMISSIONS["DisputeCommittee"]]
     registry.wire([pool.address, committee.address], perms, pool.longestExposure(), p["validatorBond"], tx)
@@ -125,6 +134,8 @@ def main(*flags: str) -> dict[str, Any]:
             "NodeRegistry": registry.address,
             "TaskPool": pool.address,
             "DisputeCommittee": committee.address,
+            "SegmentGame": game.address,
+            "StepGame": step_game.address,
         },
         "libraries": {name: lib.address for name, lib in libraries.items()},
         "params": dict(p),

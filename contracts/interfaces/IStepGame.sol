@@ -156,6 +156,21 @@ interface IStepGame {
     /// @notice The game was decided (`winner` and `loser` zero: no decision, see `Reason.NonFiniteDot`).
     event GameDecided(uint256 indexed gameId, address indexed winner, address indexed loser, Reason reason);
 
+    /// @notice Whether game `gameId` is decided, and the winner (zero when it was decided without one:
+    ///         `Reason.NonFiniteDot`). The segment game reads it to settle the dispute the step game ended.
+    function resultOf(uint256 gameId) external view returns (bool decided, address winner);
     /// @notice A side's clock, the side to move and its deadline.
     function deadline(uint256 gameId) external view returns (address mover, uint64 due);
+    /// @notice Open a game between two traces of one step (the opener only); the claimant moves first.
+    function open(
+        address claimant,
+        address counter,
+        bytes32 program,
+        bytes32 inputs,
+        uint256 nOps,
+        bytes32 claimantRoot,
+        bytes32 counterRoot
+    ) external returns (uint256 gameId);
+    /// @notice Seconds each side has over a whole game.
+    function clock() external view returns (uint64);
 }

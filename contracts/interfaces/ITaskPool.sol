@@ -185,8 +185,9 @@ interface ITaskPool {
     /// @notice The solver of `unitId` left an unavailability report unanswered: `slashed` of its collateral taken.
     event DataWithheld(uint256 indexed unitId, address indexed solver, uint256 slashed);
 
-    /// @notice Set the dispute resolver (owner, once).
-    function wire(address resolver_) external;
+    /// @notice Set the dispute resolvers (owner, once): the committee, and the segment game (zero: none, every
+    ///         dispute goes to the committee).
+    function wire(address resolver_, address game_) external;
     /// @notice Submit a job, escrowing units * (maxPrice + validatorsPerUnit * validatorFee).
     /// @dev Refuses a malformed job with `InvalidJobParams` and one past the bounds (rounds, shards, steps,
     ///      segments, commit window) with `JobParamTooLarge`, so every accepted job can be claimed and settled.
@@ -256,8 +257,13 @@ interface ITaskPool {
     function token() external view returns (IERC20);
     /// @notice The node registry (stake, locks, slashing, reputation).
     function registry() external view returns (INodeRegistry);
-    /// @notice The dispute resolver (zero until `wire`).
+    /// @notice The committee, the dispute resolver of every unit the game does not judge (zero until `wire`).
     function resolver() external view returns (IDisputeResolver);
+    /// @notice The segment game (zero when none is wired).
+    function game() external view returns (IDisputeResolver);
+    /// @notice The resolver a dispute over unit `unitId` goes to: the game for a training unit of a job with a
+    ///         step table (a `repro` job), the committee otherwise.
+    function resolverOf(uint256 unitId) external view returns (IDisputeResolver);
     /// @notice Longest time stake can be exposed after a unit's commit: verdicts + challenge + dispute.
     function longestExposure() external view returns (uint64);
     /// @notice The pool parameters, fixed at deployment (the fields of `PoolParams`, in order).

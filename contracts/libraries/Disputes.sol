@@ -94,7 +94,7 @@ library Disputes {
         JobCore storage p = s.jobs[u.jobId].p;
         // INVARIANT: an exact unit's committee comes from its solver's replay class at claim only.
         bytes32 replayClass = p.exact ? s.unitClass[unitId] : bytes32(0);
-        uint256 id = resolver.openDispute(unitId, p.deviceClass, replayClass, u.solver, opener);
+        uint256 id = resolver.openDispute(unitId, segmentIndex, p.deviceClass, replayClass, u.solver, opener);
         u.disputeId = id;
         emit ITaskPool.UnitDisputed(unitId, id, opener, segmentIndex);
     }

@@ -1,9 +1,10 @@
 """Deploy and wire the protocol contracts with plain web3.py.
 
 `deploy_protocol` deploys GensynToken, NodeRegistry, TaskPool (after the libraries it
-links: `Units`, `Disputes`) and DisputeCommittee, wires them (TaskPool -> resolver,
-resolver -> TaskPool, registry authorizes both and checks its unbonding delay exceeds
-the longest exposure), grants each contract only the registry permissions it needs
+links: `Units`, `Disputes`), DisputeCommittee and the dispute game (SegmentGame, and the
+StepGame it opens with its three referees), wires them (TaskPool -> committee and game,
+committee -> TaskPool, game -> step game, registry authorizes the pool and the committee
+and checks its unbonding delay exceeds the longest exposure), grants each contract only the registry permissions it needs
 (`REGISTRY_PERMISSIONS`) and returns a deployment record. Defaults are small windows in
 seconds, friendly to tests on a local chain.
 """
@@ -42,6 +43,9 @@ DEFAULT_PARAMS: dict[str, int] = {
     # a proven fraud jails for `jailPeriod` seconds (then `unjail()`).
     "minValidatorStake": 50 * 10**18,
     "jailPeriod": 3600,
+    # The dispute game: seconds each side has over the segment game's stages, and over the step game's.
+    "gameClock": 90,
+    "stepGameClock": 90,
 }
 # The pool locks, unlocks and slashes collateral and validator bonds and keeps every counter; the committee
 # only counts missed votes, and may lock (then unlock or slash) only stake it locked itself.
@@ -121,6 +125,18 @@ def deploy_libraries(
     return addresses
 
 
+def deploy_game(
+    w3: Web3, deployer: LocalAccount, artifacts: dict[str, dict[str, Any]], pool: str, p: dict[str, Any]
+) -> tuple[str, str]:
+    """Deploy the segment game for `pool`, the step game it opens (with its referees) and wire them; returns
+    (SegmentGame, StepGame) addresses."""
+    game = _deploy(w3, deployer, artifacts["SegmentGame"], pool, int(p["gameClock"]), deployer.address)
+    referees = [_deploy(w3, deployer, artifacts[n]) for n in ("ElementReferee", "DotReferee", "MoveReferee")]
+    step_game = _deploy(w3, deployer, artifacts["StepGame"], game, int(p["stepGameClock"]), *referees)
+    _call(w3, deployer, artifacts["SegmentGame"], game, "wire", step_game)
+    return game, step_game
+
+
 def deploy_protocol(
     w3: Web3, deployer: LocalAccount, artifacts: dict[str, dict[str, Any]], params: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -139,7 +155,8 @@ def deploy_protocol(
     libraries = deploy_libraries(w3, deployer, artifacts)
     pool = _deploy(w3, deployer, artifacts["TaskPool"], token, registry, pool_params, me, libraries=libraries)
     committee = _deploy(w3, deployer, artifacts["DisputeCommittee"], registry, *committee_args(p), me)
-    _call(w3, deployer, artifacts["TaskPool"], pool, "wire", committee)
+    game, step_game = deploy_game(w3, deployer, artifacts, pool, p)
+    _call(w3, deployer, artifacts["TaskPool"], pool, "wire", committee, game)
     _call(w3, deployer, artifacts["DisputeCommittee"], committee, "wire", pool)
     exposure = (
         w3.eth.contract(address=Web3.to_checksum_address(pool), abi=artifacts["TaskPool"]["abi"])
@@ -153,7 +170,8 @@ def deploy_protocol(
     )
     return {
         "chainId": w3.eth.chain_id,
-        "contracts": {"GensynToken": token, "NodeRegistry": registry, "TaskPool": pool, "DisputeCommittee": committee},
+        "contracts": {"GensynToken": token, "NodeRegistry": registry, "TaskPool": pool, "DisputeCommittee": committee,
+                      "SegmentGame": game, "StepGame": step_game},
         "libraries": libraries,
         "params": p,
         "block": first_block,

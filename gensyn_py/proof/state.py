@@ -116,9 +116,14 @@ def state_hash_of_bytes(data: bytes) -> bytes:
     return state_root(tensors_of_bytes(data))
 
 
+def canonical_arrays(state: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray[Any, Any]]:
+    """A state dict's tensors in canonical form, as NumPy arrays (what the state tree hashes)."""
+    return {k: _canonical_tensor(k, state[k]).numpy() for k in state}
+
+
 def state_hash(state: Mapping[str, torch.Tensor]) -> bytes:
     """The state hash of a state dict: equal to ``state_hash_of_bytes(encode_state(state))``."""
-    return state_root({k: _canonical_tensor(k, state[k]).numpy() for k in state})
+    return state_root(canonical_arrays(state))
 
 
 def model_weights(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -6,17 +6,26 @@
   program root is ``hash_pair(ops root, outputs root)``.  It is a pure function of the spec (the family, sizes,
   optimizer and batch size; the learning rate is the named input ``lr``), so every honest node derives it.
 - A named-input entry binds a step input's name to its tensor: ``keccak256(attributes hash of the input op ++
-  tensor root)``.
+  tensor root)``, which is the state tree's entry of the same key (``state.state_entry``).  The named-inputs
+  root is ``hash_pair(state root, batch root)``: the whole state the step starts from, and its ``lr``, ``x``
+  and ``y``, each tree in key-hash order, so the segment game binds a step to the agreed state and the job's
+  step table without any other commitment.
 
-The ops and inputs roots are OpenZeppelin-compatible Merkle roots (``crypto.merkle``) over the entries in
-trace order.
+The ops root is an OpenZeppelin-compatible Merkle root (``crypto.merkle``) over the entries in trace order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from gensyn_py.crypto.hashing import keccak256, uint256
 from gensyn_py.crypto.merkle import hash_pair, merkle_proof, merkle_root
+from gensyn_py.proof.state import key_hash, state_entry
 from gensyn_py.proof.trace import Trace, TraceError, attrs_hash
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def program_entry(trace: Trace, i: int) -> tuple[bytes, bytes, tuple[int, ...]]:
@@ -60,6 +69,9 @@ def program_proof(trace: Trace, i: int) -> list[bytes]:
     return [*merkle_proof(program_leaves(trace), i), outputs_root(trace)]
 
 
+BATCH_KEYS = ("lr", "x", "y")  # a step's named inputs that are not state: its batch and its learning rate
+
+
 def _input_ids(trace: Trace) -> list[int]:
     return [i for i, op in enumerate(trace.ops) if op.code == "input"]
 
@@ -69,16 +81,44 @@ def input_leaf(trace: Trace, i: int) -> bytes:
     return keccak256(attrs_hash(trace.ops[i].attrs) + trace.tensor_roots[i])
 
 
-def inputs_root(trace: Trace) -> bytes:
+def _name(trace: Trace, i: int) -> str:
+    return str(trace.ops[i].attrs[0])
+
+
+def _halves(trace: Trace, state: Mapping[str, np.ndarray[Any, Any]] | None) -> tuple[list[bytes], list[bytes]]:
+    """(state entries, batch entries), each in key-hash order: the state's, or the trace's non-batch inputs'."""
     ids = _input_ids(trace)
     if not ids:
         raise TraceError("a step trace without named inputs")
-    return merkle_root([input_leaf(trace, i) for i in ids])
+    batch = {_name(trace, i): input_leaf(trace, i) for i in ids if _name(trace, i) in BATCH_KEYS}
+    if state is None:
+        held = {_name(trace, i): input_leaf(trace, i) for i in ids if _name(trace, i) not in BATCH_KEYS}
+    else:
+        held = {k: state_entry(k, v) for k, v in state.items()}
+    if not held or not batch:
+        raise TraceError(f"a step reads both state and batch inputs ({', '.join(BATCH_KEYS)})")
+    return [held[k] for k in sorted(held, key=key_hash)], [batch[k] for k in sorted(batch, key=key_hash)]
 
 
-def input_proof(trace: Trace, i: int) -> list[bytes]:
-    """The path of input op i's entry in ``inputs_root``."""
+def inputs_root(trace: Trace, state: Mapping[str, np.ndarray[Any, Any]] | None = None) -> bytes:
+    """The step's named-inputs root: ``hash_pair(state root, batch root)``.
+
+    The state root is that of `state`, the whole state the step starts from (what the segment game agreed on at
+    step t), or, without it, of the trace's named inputs that are not batch inputs; the batch root is that of its
+    ``lr``, ``x`` and ``y`` (``step_table.batch_root``)."""
+    held, batch = _halves(trace, state)
+    return hash_pair(merkle_root(held), merkle_root(batch))
+
+
+def input_proof(trace: Trace, i: int, state: Mapping[str, np.ndarray[Any, Any]] | None = None) -> list[bytes]:
+    """The path of input op i's entry up to ``inputs_root(trace, state)``: its path in its half, then the other
+    half's root."""
     ids = _input_ids(trace)
     if i not in ids:
         raise TraceError(f"op {i} is not a named input")
-    return merkle_proof([input_leaf(trace, j) for j in ids], ids.index(i))
+    held, batch = _halves(trace, state)
+    leaf = input_leaf(trace, i)
+    mine, other = (batch, held) if _name(trace, i) in BATCH_KEYS else (held, batch)
+    if leaf not in mine:
+        raise TraceError(f"input {_name(trace, i)!r} of the trace is not the state's")
+    return [*merkle_proof(mine, mine.index(leaf)), merkle_root(other)]

@@ -13,6 +13,7 @@ needs nothing it kept:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -70,10 +71,12 @@ INDEX_MAPS = ("im2col", "col2im", "pool", "unpool", "causal")  # `IndexMaps.sol`
 
 
 class StepSide:
-    """A party to a step game holding `trace`."""
+    """A party to a step game holding `trace`; `state`, when given, is the whole state the step starts from (the
+    named-inputs root is then that state's, as the segment game opens it; ``step_program.inputs_root``)."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, state: Mapping[str, np.ndarray[Any, Any]] | None = None) -> None:
         self.trace = trace
+        self.state = state
         self._trees: dict[int, DataTree] = {}
         self._sums: dict[tuple[int, int], tuple[int, ...]] = {}
 
@@ -119,7 +122,8 @@ class StepSide:
             return Refutation("refuteProgram", (opened.as_arg(), code, attrs, list(ids), program_proof(t, i)))
         if t.ops[i].code == "input":
             if t.tensor_roots[i] != opened.output_root:
-                return Refutation("refuteNamedInput", (opened.as_arg(), t.tensor_roots[i], input_proof(t, i)))
+                return Refutation("refuteNamedInput", (opened.as_arg(), t.tensor_roots[i],
+                                                         input_proof(t, i, self.state)))
             return None
         for j, (p, root) in enumerate(opened.inputs):
             if t.tensor_roots[p] != root:

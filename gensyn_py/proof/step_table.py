@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gensyn_py.crypto.hashing import keccak256, uint256
 from gensyn_py.crypto.merkle import merkle_proof, merkle_root
 from gensyn_py.proof.state import key_hash, state_entry
-from gensyn_py.proof.step_program import program_root
+from gensyn_py.proof.step_program import BATCH_KEYS, program_root
 from gensyn_py.proof.trace import Trace, TraceError
 
 if TYPE_CHECKING:
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
-
-BATCH_KEYS = ("lr", "x", "y")  # the step inputs that are not state
 
 
 def batch_root(inputs: dict[str, np.ndarray[Any, Any]]) -> bytes:

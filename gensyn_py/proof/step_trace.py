@@ -21,10 +21,11 @@ if TYPE_CHECKING:
     from gensyn_py.train.trainer import Trainer
 
 
-def trace_step(trainer: Trainer) -> Trace:
+def trace_step(trainer: Trainer, tracer: TracingBackend | None = None) -> Trace:
     """Record the trainer's next step (without taking it) as a trace: inputs are the state's parameters and
     optimizer state by their state keys, the batch (``x``, ``y``) and ``lr``; outputs the loss and the next state's
-    parameters and optimizer state by the same keys."""
+    parameters and optimizer state by the same keys. `tracer` (a fresh ``TracingBackend`` over the torch backend
+    by default) records it: a subclass may change what an op computes, as a cheat does."""
     from gensyn_py.repro.backend import TORCH
     from gensyn_py.train.repro_step import FLAT_KEYS, ReproStep, train_step, unflatten
 
@@ -34,7 +35,7 @@ def trace_step(trainer: Trainer) -> Trace:
     prog, state = rt.prog, trainer.state_dict()
     flat_keys = FLAT_KEYS[prog.optimizer.name]
     x, y = trainer.batch(trainer.step)
-    tb = TracingBackend(TORCH)
+    tb = TracingBackend(TORCH) if tracer is None else tracer
     be = tb.backend
 
     def flat_of(field: str) -> Any:

@@ -88,6 +88,8 @@ class Protocol:
         self.registry = self._c("NodeRegistry", c["NodeRegistry"])
         self.pool = self._c("TaskPool", c["TaskPool"])
         self.committee = self._c("DisputeCommittee", c["DisputeCommittee"])
+        self.game = self._c("SegmentGame", c["SegmentGame"])
+        self.step_game = self._c("StepGame", c["StepGame"])
         self.gas_used = 0
 
     def _c(self, name: str, address: str) -> Any:

@@ -172,6 +172,12 @@ def play_game(p: Protocol, game: Any, honest: Trace, claimant: tuple[LocalAccoun
     """A whole game as an honest counter plays it against a cheating claimant: bisect, open, refute (contesting
     the output and narrowing a dot element when it must); the game and the deciding receipt."""
     played = open_game(p, game, honest, claimant, counter)
+    return played, play_opened(p, game, played, claimant, counter)
+
+
+def play_opened(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount, StepSide],
+                counter: tuple[LocalAccount, StepSide]) -> Any:
+    """`play_game` from an opened game on: the deciding receipt."""
     bisect(p, game, played, claimant, counter)
     opened = open_disputed(p, game, played, claimant)
     r = counter[1].refutation(opened)
@@ -181,5 +187,5 @@ def play_game(p: Protocol, game: Any, honest: Trace, claimant: tuple[LocalAccoun
         assert r is not None
         if r.function == "challengeDot":
             refute(p, game, played, counter[0], r)
-            return played, play_dot(p, game, played, opened, r.args[1], claimant, counter)
-    return played, refute(p, game, played, counter[0], r)
+            return play_dot(p, game, played, opened, r.args[1], claimant, counter)
+    return refute(p, game, played, counter[0], r)

@@ -93,7 +93,7 @@ def _deploy_error(p: Protocol, **over: Any) -> Any:
 def test_only_the_task_pool_opens_disputes(proto: Protocol) -> None:
     p = proto
     a = p.accounts[9]
-    err = expect(p, "NotTaskPool", a, p.committee.functions.openDispute(1, 1, bytes(32), a.address, a.address))
+    err = expect(p, "NotTaskPool", a, p.committee.functions.openDispute(1, 0, 1, bytes(32), a.address, a.address))
     assert err.error_args["caller"] == a.address
     expect(p, "UnknownDispute", a, p.committee.functions.resolve(7))
     expect(p, "UnknownDispute", a, p.committee.functions.commitVote(7, bytes(32)))

@@ -45,7 +45,7 @@ class HostileProtocol(Protocol):
         libraries = deploy_libraries(w3, d, artifacts)
         pool = _deploy(w3, d, artifacts["TaskPool"], token, registry, pool_params, d.address, libraries=libraries)
         committee = _deploy(w3, d, artifacts["DisputeCommittee"], registry, *committee_args(p), d.address)
-        _call(w3, d, artifacts["TaskPool"], pool, "wire", committee)
+        _call(w3, d, artifacts["TaskPool"], pool, "wire", committee, "0x" + "00" * 20)  # the hostile pool plays no game
         _call(w3, d, artifacts["DisputeCommittee"], committee, "wire", pool)
         self.params = p
         self.errors = protocol_errors(artifacts)

@@ -68,7 +68,7 @@ def test_protocol_hooks_reject_outsiders(proto: Protocol) -> None:
 def test_wire_only_once(proto: Protocol) -> None:
     p = proto
     expect(p, "AlreadyWired", p.deployer, p.registry.functions.wire([p.deployer.address], [1], 0, 0))
-    expect(p, "AlreadyWired", p.deployer, p.pool.functions.wire(p.deployer.address))
+    expect(p, "AlreadyWired", p.deployer, p.pool.functions.wire(p.deployer.address, p.deployer.address))
     expect(p, "AlreadyWired", p.deployer, p.committee.functions.wire(p.deployer.address))
 
 

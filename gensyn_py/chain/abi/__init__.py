@@ -17,7 +17,7 @@ from typing import Any
 from gensyn_py.errors import ConfigError
 
 ABI_DIR = Path(__file__).parent
-PROTOCOL_CONTRACTS = ("GensynToken", "NodeRegistry", "TaskPool", "DisputeCommittee")
+PROTOCOL_CONTRACTS = ("GensynToken", "NodeRegistry", "TaskPool", "DisputeCommittee", "SegmentGame", "StepGame")
 ERRORS = "errors"  # the file of every custom error, beside the contracts' ABIs
 
 Abi = list[dict[str, Any]]

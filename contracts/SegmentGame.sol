@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
+import {Hashes} from "@openzeppelin/contracts/utils/cryptography/Hashes.sol";
+import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
+import {IDisputeResolver} from "./interfaces/IDisputeResolver.sol";
+import {ISegmentGame, StepReveal} from "./interfaces/ISegmentGame.sol";
+import {IStepGame} from "./interfaces/IStepGame.sol";
+import {ITaskPool} from "./interfaces/ITaskPool.sol";
+import {Bisection} from "./libraries/Bisection.sol";
+import {Segments} from "./libraries/Segments.sol";
+import {StepBinding} from "./libraries/StepBinding.sol";
+import {TraceProofs} from "./libraries/TraceProofs.sol";
+import {OpOpening} from "./types/Trace.sol";
+import {Unit} from "./types/Pool.sol";
+import {Outcome} from "./types/Types.sol";
+
+/// @title SegmentGame: a dispute over one segment of a `repro` unit, narrowed to one step and handed to the step game.
+/// @notice The pool's resolver for training units of jobs with a step table (`ITaskPool.resolverOf`); the committee
+///         keeps every other dispute. The moves are in `ISegmentGame` and docs/dispute-game.md ("Stage (a) and the
+///         binding"). One honest side is enough: every move an honest side makes can be made, and every lie has a
+///         refutation or leaves its side without a legal move until its clock runs out.
+/// @dev The game holds no tokens: the pool keeps the bonds and the collateral, and settles the outcome
+///      (`ITaskPool.onDisputeResolved`) with no committee to reward.
+contract SegmentGame is ISegmentGame, Ownable {
+    using Bisection for Bisection.Game;
+
+    struct Game {
+        Bisection.Game g; // stage (a), and both sides' clocks over this game's stages
+        uint256 unitId;
+        bytes32 checkpointRoot;
+        bytes32 stepsRoot;
+        bytes32 start; // the disputed segment's start (the claimant's leaf)
+        bytes32 program; // the disputed step's program root, from the step table
+        bytes32 inputs; // hash_pair(agreed state at t, the step's batch root)
+        bytes32 traceRoot; // the claimant's op-prefix root over its trace
+        uint256 stepGame;
+        address winner;
+        uint32 round;
+        uint32 shard;
+        uint32 interval; // steps per segment
+        uint64 nOps;
+        uint16 segment;
+        Stage stage;
+    }
+
+    /// @notice The pool whose disputes this game resolves.
+    ITaskPool public immutable pool;
+    /// @notice Seconds each side has over this game's stages (the step game has its own clocks).
+    uint64 public immutable clock;
+    /// @notice The step game this game hands the disputed step to (set once by `wire`).
+    IStepGame public stepGame;
+    /// @notice Disputes opened so far; ids run from 1.
+    uint256 public disputeCount;
+    mapping(uint256 => Game) internal _games;
+
+    constructor(ITaskPool pool_, uint64 clock_, address owner_) Ownable(owner_) {
+        if (address(pool_) == address(0)) revert InvalidGameParam("pool", 0);
+        // A clock of a day at most keeps `maxDuration` within the pool's exposure bounds.
+        if (clock_ == 0 || clock_ > 1 days) revert InvalidGameParam("clock", clock_);
+        pool = pool_;
+        clock = clock_;
+    }
+
+    /// @notice Set the step game (owner, once); it must name this contract as its opener.
+    function wire(IStepGame stepGame_) external onlyOwner {
+        if (address(stepGame) != address(0)) revert AlreadyWired();
+        if (address(stepGame_) == address(0)) revert InvalidGameParam("stepGame", 0);
+        stepGame = stepGame_;
+    }
+
+    // ---- opening ----
+
+    /// @inheritdoc IDisputeResolver
+    function openDispute(
+        uint256 unitId,
+        uint256 segment,
+        uint8,
+        bytes32,
+        address solver,
+        address opener
+    ) external returns (uint256 id) {
+        if (msg.sender != address(pool)) revert NotTaskPool(msg.sender);
+        Unit memory u = pool.getUnit(unitId);
+        (bytes32 stepsRoot, uint32 interval) = pool.stepTable(u.jobId);
+        id = ++disputeCount;
+        Game storage s = _games[id];
+        s.unitId = unitId;
+        s.checkpointRoot = u.checkpointRoot;
+        s.stepsRoot = stepsRoot;
+        s.round = u.round;
+        s.shard = u.shard;
+        s.interval = interval;
+        s.segment = uint16(segment); // below the pool's MAX_SEGMENTS
+        s.stage = Stage.OpenSegment;
+        // The clocks start now, the claimant's first: it opens the segment's leaf.
+        Bisection.Game storage g = s.g;
+        (g.claimant, g.counter) = (solver, opener);
+        (g.claimantClock, g.counterClock) = (clock, clock);
+        g.turnStarted = uint64(block.timestamp);
+        emit DisputeOpened(id, unitId, solver, opener, g.deadline());
+    }
+
+    /// @inheritdoc ISegmentGame
+    function openSegment(
+        uint256 id,
+        bytes32 start,
+        bytes32 end,
+        bytes32 transcriptCommit,
+        bytes32[] calldata proof
+    ) external {
+        Game storage s = _at(id, Stage.OpenSegment);
+        s.g.charge(msg.sender);
+        if (!Segments.verify(s.checkpointRoot, s.segment, start, end, transcriptCommit, proof)) {
+            revert NotInCheckpoints(s.segment);
+        }
+        s.start = start;
+        s.g.claimantRoot = end;
+        s.stage = Stage.Contest;
+        s.g.counterToMove = true;
+        emit SegmentOpened(id, s.segment, start, end);
+    }
+
+    /// @inheritdoc ISegmentGame
+    function contest(uint256 id, bytes32 counterEnd) external {
+        Game storage s = _at(id, Stage.Contest);
+        Bisection.Game storage g = s.g;
+        g.charge(msg.sender);
+        (uint64 claimantLeft, uint64 counterLeft) = (g.claimantClock, g.counterClock);
+        // Position i of the bisection is the state after i steps of the segment: both agree on its start.
+        g.start(g.claimant, g.counter, Bisection.Ends(0, s.interval, s.start, g.claimantRoot, counterEnd), 0);
+        // INVARIANT: one clock per side over the whole game: the bisection starts, the clocks go on.
+        (g.claimantClock, g.counterClock) = (claimantLeft, counterLeft);
+        s.stage = Stage.Steps;
+        emit Contested(id, counterEnd, s.interval);
+        if (g.done()) _narrowed(id, s);
+    }
+
+    /// @inheritdoc ISegmentGame
+    function refuteStart(
+        uint256 id,
+        bytes32 start,
+        bytes32 end,
+        bytes32 transcriptCommit,
+        bytes32[] calldata proof
+    ) external {
+        Game storage s = _at(id, Stage.Contest);
+        s.g.charge(msg.sender);
+        if (s.segment == 0) revert WrongSegmentForStart(0);
+        uint256 previous = s.segment - 1;
+        if (!Segments.verify(s.checkpointRoot, previous, start, end, transcriptCommit, proof)) {
+            revert NotInCheckpoints(previous);
+        }
+        if (end == s.start) revert NotRefuted(id, Reason.BrokenChain);
+        _decide(id, s, s.g.counter, Reason.BrokenChain);
+    }
+
+    /// @inheritdoc ISegmentGame
+    function contestStart(uint256 id) external {
+        Game storage s = _at(id, Stage.Contest);
+        s.g.charge(msg.sender);
+        if (s.segment != 0) revert WrongSegmentForStart(s.segment);
+        // A unit's start state is a function of the round's agreed weights, which the chain does not hold yet
+        // (docs/dispute-game.md): neither side can be shown wrong, so neither loses and the unit is trained again.
+        _decide(id, s, address(0), Reason.StartUnbound);
+    }
+
+    // ---- stage (a): the steps of the segment ----
+
+    /// @inheritdoc ISegmentGame
+    function moveSteps(uint256 id, bytes32 atPending, bytes32 atNext) external {
+        Game storage s = _at(id, Stage.Steps);
+        s.g.move(msg.sender, atPending, atNext);
+        emit StepsMoved(id, msg.sender, s.g.lo, s.g.hi);
+        if (s.g.done()) _narrowed(id, s);
+    }
+
+    /// @dev One step lo -> lo + 1 is left: the claimant reveals it next.
+    function _narrowed(uint256 id, Game storage s) private {
+        s.stage = Stage.Reveal;
+        // INVARIANT: the claimant reveals the step whoever made the last move (its clock runs from now).
+        s.g.counterToMove = false;
+        emit StepNarrowed(id, s.g.lo, _unitStep(s));
+    }
+
+    // ---- the disputed step, bound to the unit's commitments ----
+
+    /// @inheritdoc ISegmentGame
+    function revealStep(uint256 id, StepReveal calldata r) external {
+        Game storage s = _at(id, Stage.Reveal);
+        Bisection.Game storage g = s.g;
+        g.charge(msg.sender);
+        uint256 step = _unitStep(s);
+        bytes32 program = Hashes.commutativeKeccak256(r.opsRoot, StepBinding.outputsRoot(r.outputKeys, r.outputOps));
+        bytes32 leaf = keccak256(abi.encodePacked(uint256(s.round), uint256(s.shard), step, program, r.batchRoot));
+        if (!MerkleProof.verifyCalldata(r.tableProof, s.stepsRoot, leaf)) revert NotInStepTable(step);
+        _checkRoot(StepBinding.stateRoot(r.prior), g.agreed);
+        _checkRoot(StepBinding.stateRoot(r.next), g.claimantRoot);
+        (uint256[] memory ops, bytes32[] memory roots) = StepBinding.bind(r, s.round, s.shard, step + 1);
+        _checkOutputs(r, ops, roots);
+        s.program = program;
+        // A state input's proof is its path in the state at t then the batch root, a batch input's the reverse.
+        s.inputs = Hashes.commutativeKeccak256(g.agreed, r.batchRoot);
+        s.traceRoot = r.traceRoot;
+        s.nOps = uint64(r.nOps); // the step game refuses more than 2^24
+        s.stage = Stage.Bind;
+        g.counterToMove = true;
+        emit StepRevealed(id, program, s.inputs, r.nOps, r.traceRoot);
+    }
+
+    /// @dev Each named output the next state holds is its op's output in the claimant's trace: opened there with
+    ///      the op's own index inside the leaf. A leaf placed at another slot than its index cannot help a liar: the
+    ///      step game then narrows to the first slot where the claimant's trace differs, where only the leaf of
+    ///      that very op opens.
+    function _checkOutputs(StepReveal calldata r, uint256[] memory ops, bytes32[] memory roots) private pure {
+        if (r.outputs.length != ops.length) revert LengthMismatch(ops.length, r.outputs.length);
+        for (uint256 i; i < ops.length; ++i) {
+            OpOpening calldata op = r.outputs[i];
+            if (ops[i] >= r.nOps) revert OpOutOfRange(ops[i], r.nOps);
+            if (op.index != ops[i] || op.outputRoot != roots[i]) revert NotBound(i, ops[i], roots[i]);
+            if (!TraceProofs.verifyOp(r.traceRoot, op)) revert NotInTrace(ops[i]);
+        }
+    }
+
+    /// @inheritdoc ISegmentGame
+    function playStep(uint256 id, bytes32 counterTraceRoot) external {
+        Game storage s = _at(id, Stage.Bind);
+        Bisection.Game storage g = s.g;
+        g.charge(msg.sender);
+        s.stage = Stage.Step;
+        uint256 gameId = stepGame.open(
+            g.claimant,
+            g.counter,
+            s.program,
+            s.inputs,
+            s.nOps,
+            s.traceRoot,
+            counterTraceRoot
+        );
+        s.stepGame = gameId;
+        emit StepGameOpened(id, gameId, counterTraceRoot);
+    }
+
+    // ---- ending ----
+
+    /// @inheritdoc ISegmentGame
+    function settle(uint256 id) external {
+        Game storage s = _at(id, Stage.Step);
+        (bool decided, address winner) = stepGame.resultOf(s.stepGame);
+        if (!decided) revert StepGameRunning(s.stepGame);
+        _decide(id, s, winner, Reason.StepGame);
+    }
+
+    /// @inheritdoc ISegmentGame
+    function timeout(uint256 id) external {
+        Game storage s = _game(id);
+        if (s.stage == Stage.Step || s.stage == Stage.Decided) revert WrongStage(id, Stage.Bind, s.stage);
+        address loser = s.g.outOfTime();
+        _decide(id, s, loser == s.g.claimant ? s.g.counter : s.g.claimant, Reason.Timeout);
+    }
+
+    /// @inheritdoc IDisputeResolver
+    function maxDuration() external view returns (uint64) {
+        // Each side's clock here and in the step game, all spent: the longest a dispute stays open.
+        return 2 * clock + 2 * stepGame.clock();
+    }
+
+    // ---- views ----
+
+    /// @inheritdoc ISegmentGame
+    function disputeOf(
+        uint256 id
+    ) external view returns (Stage stage, uint256 unitId, uint256 segment, uint256 gameId, address winner) {
+        Game storage s = _game(id);
+        return (s.stage, s.unitId, s.segment, s.stepGame, s.winner);
+    }
+
+    /// @inheritdoc ISegmentGame
+    function stepsOf(
+        uint256 id
+    ) external view returns (uint64 lo, uint64 hi, bytes32 agreed, bytes32 claimantRoot, bytes32 counterRoot) {
+        Bisection.Game storage g = _game(id).g;
+        return (g.lo, g.hi, g.agreed, g.claimantRoot, g.counterRoot);
+    }
+
+    /// @inheritdoc ISegmentGame
+    function pendingOf(uint256 id) external view returns (bool pending, bytes32 root) {
+        Bisection.Game storage g = _game(id).g;
+        return (g.pending, g.pendingRoot);
+    }
+
+    /// @inheritdoc ISegmentGame
+    function deadline(uint256 id) external view returns (address mover, uint64 due) {
+        Bisection.Game storage g = _game(id).g;
+        return (g.mover(), g.deadline());
+    }
+
+    // ---- internals ----
+
+    /// @dev The unit step the disputed transition starts from: the segment's first step plus `lo`.
+    function _unitStep(Game storage s) private view returns (uint256) {
+        return uint256(s.segment) * s.interval + s.g.lo;
+    }
+
+    function _checkRoot(bytes32 computed, bytes32 expected) private pure {
+        if (computed != expected) revert StateMismatch(computed, expected);
+    }
+
+    function _game(uint256 id) private view returns (Game storage s) {
+        s = _games[id];
+        if (s.stage == Stage.None) revert UnknownDispute(id);
+    }
+
+    function _at(uint256 id, Stage want) private view returns (Game storage s) {
+        s = _game(id);
+        if (s.stage != want) revert WrongStage(id, want, s.stage);
+    }
+
+    /// @dev Decide for `winner` (zero: no decision) and settle in the pool: the solver honest when the claimant
+    ///      wins, fraud when the counter does, `NoQuorum` (the unit reopened, nobody slashed) without a winner.
+    function _decide(uint256 id, Game storage s, address winner, Reason reason) private {
+        s.stage = Stage.Decided;
+        s.winner = winner;
+        Outcome outcome =
+            winner == address(0)
+                ? Outcome.NoQuorum
+                : (winner == s.g.claimant ? Outcome.SolverHonest : Outcome.SolverFraud);
+        emit GameDecided(id, winner, reason, uint8(outcome));
+        pool.onDisputeResolved(s.unitId, outcome, new address[](0));
+    }
+}

@@ -1,0 +1,157 @@
+"""One side of the segment game (``contracts/SegmentGame.sol``; docs/dispute-game.md "Stage (a) and the binding").
+
+Each side replays the disputed segment from the agreed start state on its own and commits to the state root
+after every step: position i of the bisection is the root after i steps.  The claimant then reveals the step
+the bisection ends on (``reveal``): the step's program and batch with their proof in the job's step table,
+the states before and after it entry by entry, and its trace's root with the op of every named output opened
+in it.  Each side then plays the step game from its own trace of that step (``step_side``).
+
+A ``Flip`` makes a side cheat the smallest way there is: one bit of one op's output in one step flipped, and
+everything after it computed from the flipped value, the states that follow included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import TYPE_CHECKING, Any
+
+from gensyn_py.chain.bisection import Move, next_move
+from gensyn_py.crypto.merkle import merkle_proof
+from gensyn_py.proof.onchain_trace import OpOpening, open_op
+from gensyn_py.proof.op_prefix import slot_path
+from gensyn_py.proof.state import canonical_arrays, key_hash, state_keys, state_root
+from gensyn_py.proof.step_program import ops_root
+from gensyn_py.proof.step_side import StepSide
+from gensyn_py.proof.step_table import StepTable, batch_root_of
+from gensyn_py.proof.step_trace import trace_step
+from gensyn_py.proof.tensor_commit import tensor_root
+from gensyn_py.proof.trace import Trace, TraceError, TracingBackend
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+    from gensyn_py.train.trainer import Trainer
+
+LOSS = "loss"  # the one named output of a step that is not state
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A cheat: at unit step `step`, bit `bit` of element `element` of op `op`'s float32 output is flipped."""
+
+    step: int
+    op: int
+    element: int
+    bit: int = 0
+
+
+class _Flipping(TracingBackend):
+    """Traces a step whose op `flip.op` computes its output with one bit flipped; later ops read the flipped value."""
+
+    def __init__(self, inner: Any, flip: Flip) -> None:
+        super().__init__(inner)
+        self.flip = flip
+
+    def _record(self, code: str, inputs: list[int], attrs: tuple[Any, ...], out: Any) -> Any:
+        import torch
+
+        if len(self.ops) == self.flip.op:
+            out = out.detach().clone().contiguous()
+            out.view(-1).view(torch.int32)[self.flip.element] ^= 1 << self.flip.bit
+        return super()._record(code, inputs, attrs, out)
+
+
+def next_state(state: Mapping[str, torch.Tensor], trace: Trace) -> dict[str, torch.Tensor]:
+    """The state after the traced step: its named outputs, the cursor one step on, everything else carried."""
+    import torch
+
+    out = dict(state)
+    for key, i in trace.outputs.items():
+        if key != LOSS:
+            out[key] = torch.from_numpy(trace.values[i].copy())
+    round_, shard, step = (int(v) for v in state["cursor"].tolist())
+    out["cursor"] = torch.tensor([round_, shard, step + 1], dtype=torch.int64)
+    return out
+
+
+def entries(state: Mapping[str, np.ndarray[Any, Any]]) -> tuple[list[bytes], list[bytes]]:
+    """(key hashes, tensor roots) of a state, in the state tree's order (``ISegmentGame.StateEntries``)."""
+    keys = state_keys(state)
+    return [key_hash(k) for k in keys], [tensor_root(state[k]) for k in keys]
+
+
+class SegmentSide:
+    """A side's replay of one segment, from `trainer` positioned at the segment's start (its state is the start
+    state both sides agree on); `flip` makes it cheat."""
+
+    def __init__(self, trainer: Trainer, table: StepTable, flip: Flip | None = None) -> None:
+        spec = trainer.spec
+        if trainer.step % spec.checkpoint_interval:
+            raise TraceError(f"a segment starts at a multiple of {spec.checkpoint_interval}, not at {trainer.step}")
+        self.spec, self.dataset = spec, trainer.dataset
+        self.round, self.shard, self.first = trainer.round, trainer.shard, trainer.step
+        self.table, self.flip = table, flip
+        self.states = [canonical_arrays(trainer.state_dict())]
+        for _ in range(spec.checkpoint_interval):
+            self._advance(trainer)
+
+    def _advance(self, trainer: Trainer) -> None:
+        if self.flip is not None and trainer.step == self.flip.step:
+            trainer.load_state_dict(next_state(trainer.state_dict(), trace_step(trainer, _Flipping(_torch(),
+                                                                                                   self.flip))))
+        else:
+            trainer.train_step()
+        self.states.append(canonical_arrays(trainer.state_dict()))
+
+    @cached_property
+    def roots(self) -> list[bytes]:
+        """The state root after 0, 1, ..., interval steps of the segment."""
+        return [state_root(s) for s in self.states]
+
+    def move(self, lo: int, hi: int, pending: bytes | None) -> Move:
+        """This side's bisection move (``SegmentGame.moveSteps``)."""
+        return next_move(lo, hi, pending, self.roots)
+
+    @cache  # noqa: B019 - one side per game, kept for the game's length
+    def trace(self, t: int) -> Trace:
+        """This side's trace of step t of the segment (from its own state after t steps)."""
+        import torch
+
+        from gensyn_py.train.trainer import Trainer
+
+        trainer = Trainer(self.spec, self.dataset, self.round, self.shard, "cpu")
+        trainer.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in self.states[t].items()})
+        cheat = self.flip is not None and self.flip.step == self.first + t
+        return trace_step(trainer, _Flipping(_torch(), self.flip) if cheat and self.flip else None)
+
+    @cache  # noqa: B019
+    def step_side(self, t: int) -> StepSide:
+        """The step game's side for step t: this side's trace, its named inputs bound to the state after t steps."""
+        return StepSide(self.trace(t), self.states[t])
+
+    def reveal(self, t: int) -> tuple[Any, ...]:
+        """The claimant's ``revealStep`` argument (``ISegmentGame.StepReveal``) for step t of the segment."""
+        trace, side = self.trace(t), self.step_side(t)
+        outputs = sorted(trace.outputs, key=key_hash)
+        step = self.first + t
+        proof = merkle_proof(self.table.leaves(), self.table.position(self.round, self.shard, step))
+        opened = [self._opened(side, trace.outputs[k]) for k in outputs if k != LOSS]
+        return (ops_root(trace), [key_hash(k) for k in outputs], [trace.outputs[k] for k in outputs],
+                batch_root_of(trace), proof, entries(self.states[t]), entries(self.states[t + 1]), side.n_ops,
+                side.root, opened)
+
+    @staticmethod
+    def _opened(side: StepSide, i: int) -> tuple[Any, ...]:
+        """Op i opened in the side's whole trace (its slot path in the prefix of every op)."""
+        o = open_op(side.trace, i)
+        return OpOpening(o.index, o.code_hash, o.attrs_hash, o.inputs, o.output_root,
+                         tuple(slot_path(side.leaves, i, side.n_ops, side.depth))).as_arg()
+
+
+def _torch() -> Any:
+    from gensyn_py.repro.backend import TORCH
+
+    return TORCH

@@ -1,0 +1,145 @@
+"""Playing the segment game (`contracts/SegmentGame.sol`) on anvil over a REAL repro unit.
+
+A tiny MLP job (AdamW, 8 steps, a checkpoint every 4) is trained for real; its step table goes on-chain with the
+job; the solver commits the real state roots of its segments (a cheating solver: after flipping one bit of one op's
+output in one step); a validator or challenger disputes a segment, and the pool hands the dispute to the game. Each
+side then plays from its own `SegmentSide` (its own replay), move by move, down to the step game and back to the
+pool's settlement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+from eth_utils import keccak
+
+from gensyn_py.proof.segment_side import Flip, SegmentSide
+from gensyn_py.proof.step_table import StepTable, step_table
+from gensyn_py.train.data import Dataset
+from gensyn_py.train.spec import JobSpec
+from gensyn_py.train.trainer import Trainer
+from tests.contracts.flows import claim_and_commit, commit_verdicts, reveal
+from tests.contracts.helpers import E18, Protocol, Work
+from tests.contracts.step_game_play import Played, play_opened
+from tests.contracts.test_element_step import ADAMW
+from tests.unit.trainkit import dataset_for, tiny_spec
+
+NONE, OPEN_SEGMENT, CONTEST, STEPS, REVEAL, BIND, STEP, DECIDED = range(8)  # ISegmentGame.Stage
+TIMEOUT, BROKEN_CHAIN, START_UNBOUND, STEP_GAME = range(4)  # ISegmentGame.Reason
+SOLVER_HONEST, SOLVER_FRAUD, NO_QUORUM = 1, 2, 3  # Outcome
+STEPS_PER_UNIT, INTERVAL = 8, 4
+
+
+@cache
+def job() -> tuple[JobSpec, Dataset, StepTable]:
+    """The unit's spec, dataset and step table (every honest node derives the same)."""
+    spec = tiny_spec("mlp", mode="repro", optimizer=ADAMW, steps_per_unit=STEPS_PER_UNIT,
+                     checkpoint_interval=INTERVAL, rounds=1, shards=1)
+    ds = dataset_for("mlp")
+    return spec, ds, step_table(spec, ds)
+
+
+def replay(flip: Flip | None = None) -> list[SegmentSide]:
+    """Every segment of unit (0, 0) as one side replays it (`flip`: the cheat it makes)."""
+    spec, ds, table = job()
+    trainer = Trainer(spec, ds, 0, 0, "cpu")
+    return [SegmentSide(trainer, table, flip) for _ in range(STEPS_PER_UNIT // INTERVAL)]
+
+
+@cache
+def honest() -> list[SegmentSide]:
+    return replay()
+
+
+def work_of(sides: list[SegmentSide]) -> Work:
+    """What a solver commits: each segment's start and end state roots (transcripts are not what the game judges)."""
+    return Work([(s.roots[0], s.roots[-1], keccak(b"transcript" + bytes([j]))) for j, s in enumerate(sides)])
+
+
+def submit(p: Protocol) -> int:
+    spec, _, table = job()
+    return p.submit(p.accounts[1], stepsPerUnit=spec.steps_per_unit, checkpointInterval=spec.checkpoint_interval,
+                    stepsRoot=table.root(), collateralPerUnit=100 * E18, maxPricePerUnit=100 * E18)
+
+
+def rejected(p: Protocol, work: Work, segment: int, unit_id: int = 1) -> tuple[int, LocalAccount]:
+    """The solver (account 2) commits `work`; the validator drawn for `segment` rejects it: (dispute id, validator)."""
+    submit(p)
+    claim_and_commit(p, unit_id, p.accounts[2], work)
+    validators = p.unit(unit_id)["validators"]
+    va = next(v for i, v in enumerate(validators) if p.segment_of(unit_id, i) == segment)
+    commit_verdicts(p, unit_id, {va: (False, keccak(b"replayed"))})
+    p.advance(p.params["verdictCommitWindow"] + 1)
+    reveal(p, unit_id, va, False, keccak(b"replayed"), work)
+    return p.unit(unit_id)["disputeId"], p.by_address(va)
+
+
+@dataclass
+class GamePlay:
+    """What a segment game cost: moves and gas per side over both games."""
+
+    dispute_id: int
+    step: int | None = None
+    step_game: Played | None = None
+    moves: dict[str, int] = field(default_factory=lambda: {"claimant": 0, "counter": 0})
+    gas: dict[str, int] = field(default_factory=lambda: {"claimant": 0, "counter": 0})
+
+    def count(self, side: str, receipt: Any) -> Any:
+        self.moves[side] += 1
+        self.gas[side] += int(receipt["gasUsed"])
+        return receipt
+
+    def totals(self) -> tuple[int, int]:
+        sg = self.step_game
+        moves = sum(self.moves.values()) + (sum(sg.moves.values()) if sg else 0)
+        gas = sum(self.gas.values()) + (sum(sg.gas.values()) if sg else 0)
+        return moves, gas
+
+
+def stage(p: Protocol, did: int) -> int:
+    return int(p.game.functions.disputeOf(did).call()[0])
+
+
+def open_segment(p: Protocol, g: GamePlay, solver: LocalAccount, work: Work, segment: int) -> Any:
+    start, end, transcript = work.segments[segment]
+    from tests.contracts.helpers import transcript_commit
+
+    return g.count("claimant", p.tx(solver, p.game.functions.openSegment(
+        g.dispute_id, start, end, transcript_commit(transcript), work.proof(segment))))
+
+
+def bisect_steps(p: Protocol, g: GamePlay, claimant: tuple[LocalAccount, SegmentSide],
+                 counter: tuple[LocalAccount, SegmentSide]) -> int:
+    """Both sides bisect the segment's steps with their own roots; the step it ends on."""
+    sides = {claimant[0].address: ("claimant", *claimant), counter[0].address: ("counter", *counter)}
+    while stage(p, g.dispute_id) == STEPS:
+        lo, hi, *_ = p.game.functions.stepsOf(g.dispute_id).call()
+        pending, root = p.game.functions.pendingOf(g.dispute_id).call()
+        name, acct, side = sides[p.game.functions.deadline(g.dispute_id).call()[0]]
+        m = side.move(lo, hi, root if pending else None)
+        g.count(name, p.tx(acct, p.game.functions.moveSteps(g.dispute_id, m.at_pending, m.at_next)))
+    g.step = int(p.game.functions.stepsOf(g.dispute_id).call()[0])
+    return g.step
+
+
+def play(p: Protocol, did: int, work: Work, segment: int, claimant: tuple[LocalAccount, SegmentSide],
+         counter: tuple[LocalAccount, SegmentSide]) -> tuple[GamePlay, Any]:
+    """A whole game, each side playing its own replay: the play and the settling receipt."""
+    (ca, cs), (da, ds) = claimant, counter
+    g = GamePlay(did)
+    open_segment(p, g, ca, work, segment)
+    g.count("counter", p.tx(da, p.game.functions.contest(did, ds.roots[-1])))
+    t = bisect_steps(p, g, claimant, counter)
+    g.count("claimant", p.tx(ca, p.game.functions.revealStep(did, cs.reveal(t))))
+    rc = g.count("counter", p.tx(da, p.game.functions.playStep(did, ds.step_side(t).root)))
+    gid = p.events(rc, p.game, "StepGameOpened")[0]["args"]["gameId"]
+    g.step_game = Played(gid)
+    play_opened(p, p.step_game, g.step_game, (ca, cs.step_side(t)), (da, ds.step_side(t)))
+    return g, p.tx(p.accounts[9], p.game.functions.settle(did))
+
+
+def decided(p: Protocol, receipt: Any) -> dict[str, Any]:
+    return dict(p.events(receipt, p.game, "GameDecided")[0]["args"])
