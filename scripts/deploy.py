@@ -51,7 +51,14 @@ from brownie import (
 )
 
 from gensyn_py.devnet.anvil import DEV_KEYS
-from gensyn_py.devnet.deploy import DEFAULT_PARAMS, POOL_FIELDS, REGISTRY_PERMISSIONS, committee_args, write_deployment
+from gensyn_py.devnet.deploy import (
+    DEFAULT_PARAMS,
+    POOL_FIELDS,
+    REGISTRY_PERMISSIONS,
+    ZERO_ADDRESS,
+    committee_args,
+    write_deployment,
+)
 
 PROJECT = Path(__file__).resolve().parents[1]
 FLAGS = ("overwrite",)
@@ -123,7 +130,7 @@ def main(*flags: str) -> dict[str, Any]:
     referees = [r.deploy(tx).address for r in (ElementReferee, DotReferee, MoveReferee)]
     step_game = StepGame.deploy(game.address, p["stepGameClock"], *referees, tx)
     game.wire(step_game.address, tx)
-    pool.wire(committee.address, game.address, tx)
+    pool.wire(committee.address, game.address if p["disputeGame"] else ZERO_ADDRESS, tx)
     committee.wire(pool.address, tx)
     perms = [REGISTRY_PERMISSIONS["TaskPool"], REGISTRY_PERMISSIONS["DisputeCommittee"]]
     registry.wire([pool.address, committee.address], perms, pool.longestExposure(), p["validatorBond"], tx)

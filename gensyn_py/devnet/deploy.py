@@ -2,11 +2,12 @@
 
 `deploy_protocol` deploys GensynToken, NodeRegistry, TaskPool (after the libraries it
 links: `Units`, `Disputes`), DisputeCommittee and the dispute game (SegmentGame, and the
-StepGame it opens with its three referees), wires them (TaskPool -> committee and game,
-committee -> TaskPool, game -> step game, registry authorizes the pool and the committee
-and checks its unbonding delay exceeds the longest exposure), grants each contract only the registry permissions it needs
-(`REGISTRY_PERMISSIONS`) and returns a deployment record. Defaults are small windows in
-seconds, friendly to tests on a local chain.
+StepGame it opens with its three referees), wires them (TaskPool -> committee and, with
+`disputeGame`, the game; committee -> TaskPool; game -> step game; the registry authorizes
+the pool and the committee and checks its unbonding delay exceeds the longest exposure),
+grants each contract only the registry permissions it needs (`REGISTRY_PERMISSIONS`) and
+returns a deployment record. Defaults are small windows in seconds, friendly to tests on a
+local chain.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ DEFAULT_PARAMS: dict[str, int] = {
     # The dispute game: seconds each side has over the segment game's stages, and over the step game's.
     "gameClock": 90,
     "stepGameClock": 90,
+    # Whether the pool hands disputes over repro units of jobs with a step table to the game (1) or keeps every
+    # dispute with the committee (0). The game is always deployed; the role daemons do not play it yet
+    # (docs/dispute-game.md), so the devnet keeps the committee until they do.
+    "disputeGame": 0,
 }
 # The pool locks, unlocks and slashes collateral and validator bonds and keeps every counter; the committee
 # only counts missed votes, and may lock (then unlock or slash) only stake it locked itself.
@@ -68,6 +73,8 @@ POOL_FIELDS = (
     "challengeBond",
 )
 
+
+ZERO_ADDRESS = "0x" + "00" * 20
 
 COMMITTEE_FIELDS = ("committeeSize", "votingPeriod", "voteRevealPeriod", "committeeBond")
 
@@ -156,7 +163,7 @@ def deploy_protocol(
     pool = _deploy(w3, deployer, artifacts["TaskPool"], token, registry, pool_params, me, libraries=libraries)
     committee = _deploy(w3, deployer, artifacts["DisputeCommittee"], registry, *committee_args(p), me)
     game, step_game = deploy_game(w3, deployer, artifacts, pool, p)
-    _call(w3, deployer, artifacts["TaskPool"], pool, "wire", committee, game)
+    _call(w3, deployer, artifacts["TaskPool"], pool, "wire", committee, game if p["disputeGame"] else ZERO_ADDRESS)
     _call(w3, deployer, artifacts["DisputeCommittee"], committee, "wire", pool)
     exposure = (
         w3.eth.contract(address=Web3.to_checksum_address(pool), abi=artifacts["TaskPool"]["abi"])

@@ -80,7 +80,8 @@ class Protocol:
         self.accounts = accounts
         self.artifacts = artifacts
         self.deployer = accounts[0]
-        self.info = deploy_protocol(w3, self.deployer, artifacts, params)
+        # The pool hands repro units of jobs with a step table to the game (the devnet's default keeps the committee).
+        self.info = deploy_protocol(w3, self.deployer, artifacts, {"disputeGame": 1, **(params or {})})
         self.params = self.info["params"]
         self.errors = protocol_errors(artifacts)
         c = self.info["contracts"]

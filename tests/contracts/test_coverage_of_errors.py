@@ -60,6 +60,6 @@ def test_unwired_pool_refuses_jobs(proto: Protocol) -> None:
     pool: Any = p._c("TaskPool", pool_addr)
     p.tx(p.accounts[1], p.token.functions.approve(pool_addr, 2**256 - 1))
     expect(p, "NotWired", p.accounts[1], pool.functions.submitJob(p.job_params()))
-    p.tx(d, pool.functions.wire(p.committee.address, "0x" + "00" * 20))  # once wired, the same call goes through to the escrow
+    p.tx(d, pool.functions.wire(p.committee.address, "0x" + "00" * 20))  # once wired, the same call goes through
     p.tx(p.accounts[1], pool.functions.submitJob(p.job_params()))
     assert pool.functions.totalEscrow().call() > 0

@@ -14,17 +14,20 @@ own replay (`gensyn_py/proof/segment_side.py`):
 
 from __future__ import annotations
 
+import copy
 import math
-from functools import cache
+from collections.abc import Callable
+from functools import cache, cached_property
 from typing import Any
 
+import numpy as np
 import pytest
 from eth_utils import keccak
 
-from gensyn_py.proof.segment_side import Flip, SegmentSide, entries
-from gensyn_py.proof.state import key_hash
-from tests.contracts.flows import challenge, honest_unit
-from tests.contracts.helpers import OPEN, VERIFIED, Protocol, Work
+from gensyn_py.proof.segment_side import Flip, SegmentSide
+from gensyn_py.proof.step_side import StepSide
+from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, reveal
+from tests.contracts.helpers import E18, FINAL, OPEN, VERIFIED, Protocol, Work, transcript_commit
 from tests.contracts.segment_game_play import (
     BIND,
     BROKEN_CHAIN,
@@ -44,7 +47,6 @@ from tests.contracts.segment_game_play import (
     bisect_steps,
     decided,
     honest,
-    job,
     open_segment,
     play,
     rejected,
@@ -53,6 +55,8 @@ from tests.contracts.segment_game_play import (
     submit,
     work_of,
 )
+from tests.contracts.step_game_play import Played, open_disputed
+from tests.contracts.step_game_play import bisect as step_bisect
 from tests.contracts.test_registry import expect
 from tests.contracts.test_step_game import first
 
@@ -95,10 +99,12 @@ def test_a_flipped_bit_in_one_op_of_one_step_is_convicted_by_the_contract_alone(
     assert p.pool.functions.credit(validator.address).call() > validator_credit
     assert p.unit(1)["status"] == OPEN
     p.check_conservation()
+    # The issue's bound on moves: log2(steps) + log2(ops) + log2(elements) + 4, plus the segment game's own four
+    # (open, contest, reveal, play) over the step game's.
     moves, gas = g.totals()
-    nops = g.step_game.moves  # noqa: F841 - counted in totals
-    bound = (math.ceil(math.log2(INTERVAL)) + math.ceil(math.log2(len(sides[1].trace(g.step).ops)))
-             + math.ceil(math.log2(sides[1].trace(g.step).values[flip.op].size)) + 4 + 4)
+    trace = sides[1].trace(g.step)
+    bound = (math.ceil(math.log2(INTERVAL)) + math.ceil(math.log2(len(trace.ops)))
+             + math.ceil(math.log2(trace.values[flip.op].size)) + 4 + 4)
     assert moves <= bound, (moves, bound)
     assert gas < 5_000_000, gas
     # Decided is final: nobody moves, times out or settles it again.
@@ -106,5 +112,323 @@ def test_a_flipped_bit_in_one_op_of_one_step_is_convicted_by_the_contract_alone(
     expect(p, "WrongStage", a[9], p.game.functions.timeout(did))
 
 
+
+# ---- an honest solver against a lying challenger ----
+
+
+class LyingStep(StepSide):
+    """A counter whose trace of the step is the honest one but for its root over every op: it disputes a step it
+    cannot fault."""
+
+    @cached_property
+    def roots(self) -> list[bytes]:
+        return [*super().roots[:-1], keccak(b"a trace nobody computed")]
+
+
+class Liar(SegmentSide):
+    """A challenger that disputes an honest segment with a made-up end state, its steps otherwise honest."""
+
+    def __init__(self, honest_side: SegmentSide) -> None:
+        self.__dict__.update({k: v for k, v in honest_side.__dict__.items() if k != "roots"})
+
+    @cached_property
+    def roots(self) -> list[bytes]:
+        return [*self.states_roots()[:-1], keccak(b"an end state nobody reached")]
+
+    def states_roots(self) -> list[bytes]:
+        return SegmentSide.roots.func(self)  # type: ignore[attr-defined]
+
+    def step_side(self, t: int) -> StepSide:
+        return LyingStep(self.trace(t), self.states[t])
+
+
+def test_a_challenger_that_disputes_an_honest_unit_loses_its_bond_and_the_solver_is_paid(proto: Protocol) -> None:
+    p, a = proto, proto.accounts
+    work = work_of(honest())
+    submit(p)
+    claim_and_commit(p, 1, a[2], work)
+    validators = p.unit(1)["validators"]
+    verdicts = {v: (True, work.segments[p.segment_of(1, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, 1, verdicts)
+    for v, (acc, th) in verdicts.items():
+        reveal(p, 1, v, acc, th, work)
+    assert p.unit(1)["status"] == VERIFIED
+    bonded, challenger_balance = stake(p, a[2]), p.token.functions.balanceOf(a[8].address).call()
+    challenge(p, a[8], 1, 1)
+    did = p.unit(1)["disputeId"]
+    g = GamePlay(did)
+    open_segment(p, g, a[2], work, 1)
+    liar = Liar(honest()[1])
+    g.count("counter", p.tx(a[8], p.game.functions.contest(did, liar.roots[-1])))
+    t = bisect_steps(p, g, (a[2], honest()[1]), (a[8], liar))
+    assert t == INTERVAL - 1  # the liar agrees on every state but the end
+    g.count("claimant", p.tx(a[2], p.game.functions.revealStep(did, honest()[1].reveal(t))))
+    rc = g.count("counter", p.tx(a[8], p.game.functions.playStep(did, liar.step_side(t).root)))
+    gid = p.events(rc, p.game, "StepGameOpened")[0]["args"]["gameId"]
+    expect(p, "StepGameRunning", a[9], p.game.functions.settle(did))
+    played = Played(gid)
+    claimant_step, liar_step = (a[2], honest()[1].step_side(t)), (a[8], liar.step_side(t))
+    step_bisect(p, p.step_game, played, claimant_step, liar_step)
+    opened = open_disputed(p, p.step_game, played, claimant_step)
+    assert liar_step[1].refutation(opened) is None  # its own trace agrees with the op it disputed
+    mover, due = p.step_game.functions.deadline(gid).call()
+    assert mover == a[8].address
+    p.advance(due - p.now() + 1)
+    p.tx(a[9], p.step_game.functions.timeout(gid))
+    out = decided(p, p.tx(a[9], p.game.functions.settle(did)))
+    assert (out["winner"], out["reason"], out["outcome"]) == (a[2].address, STEP_GAME, SOLVER_HONEST)
+    # The solver keeps its stake and is paid; the challenger's bond is gone (to the solver), none of it refunded.
+    assert stake(p, a[2]) == bonded
+    assert p.unit(1)["status"] == FINAL
+    assert p.pool.functions.credit(a[8].address).call() == 0
+    assert p.token.functions.balanceOf(a[8].address).call() == challenger_balance - p.params["challengeBond"]
+    assert p.pool.functions.credit(a[2].address).call() >= p.params["challengeBond"]
+    p.check_conservation()
+
+
+# ---- the segment's start ----
+
+
+def test_a_segment_that_does_not_start_where_the_last_one_ended_is_refuted(proto: Protocol) -> None:
+    p, a = proto, proto.accounts
+    _, sides = cheat()
+    w = work_of(sides)
+    broken = Work([w.segments[0], (keccak(b"a start of nowhere"), *w.segments[1][1:])])
+    did, validator = rejected(p, broken, segment=1)
+    g = GamePlay(did)
+    expect(p, "NotInCheckpoints", a[2], p.game.functions.openSegment(did, *broken.segments[1][:2], bytes(32),
+                                                                        broken.proof(1)))
+    expect(p, "WrongStage", validator, p.game.functions.contestStart(did))  # the leaf is not open yet
+    open_segment(p, g, a[2], broken, 1)
+    expect(p, "WrongSegmentForStart", validator, p.game.functions.contestStart(did))
+    start, end, transcript = broken.segments[0]
+    expect(p, "NotInCheckpoints", validator, p.game.functions.refuteStart(did, start, keccak(b"x"),
+                                                                           transcript_commit(transcript),
+                                                                           broken.proof(0)))
+    rc = p.tx(validator, p.game.functions.refuteStart(did, start, end, transcript_commit(transcript),
+                                                      broken.proof(0)))
+    out = decided(p, rc)
+    assert (out["winner"], out["reason"], out["outcome"]) == (validator.address, BROKEN_CHAIN, SOLVER_FRAUD)
+    assert p.unit(1)["status"] == OPEN
+    p.check_conservation()
+
+
+def test_segment_0_s_start_is_not_bound_yet_so_contesting_it_ends_without_a_winner(proto: Protocol) -> None:
+    p, a = proto, proto.accounts
+    work = work_of(honest())
+    did, validator = rejected(p, work, segment=0)
+    bonded = stake(p, a[2])
+    open_segment(p, GamePlay(did), a[2], work, 0)
+    expect(p, "WrongSegmentForStart", validator, p.game.functions.refuteStart(did, *work.segments[0][:2],
+                                                                               bytes(32), work.proof(0)))
+    out = decided(p, p.tx(validator, p.game.functions.contestStart(did)))
+    assert (out["winner"], out["reason"], out["outcome"]) == (ZERO, START_UNBOUND, NO_QUORUM)
+    assert stake(p, a[2]) == bonded and p.unit(1)["status"] == OPEN  # nobody slashed; the unit is trained again
+    p.check_conservation()
+
+
+def test_a_chain_of_segments_that_holds_is_not_refuted(proto: Protocol) -> None:
+    p, a = proto, proto.accounts
+    _, sides = cheat()
+    work = work_of(sides)
+    did, validator = rejected(p, work, segment=1)
+    open_segment(p, GamePlay(did), a[2], work, 1)
+    start, end, transcript = work.segments[0]
+    expect(p, "NotRefuted", validator, p.game.functions.refuteStart(did, start, end, transcript_commit(transcript),
+                                                                     work.proof(0)))
+
+
+# ---- clocks ----
+
+
+def idle_at(p: Protocol, did: int, work: Work, claimant: SegmentSide, counter: Any, validator: Any,
+            until: int) -> None:
+    """Play the cheat's game honestly up to stage `until`, where the side to move then idles."""
+    a = p.accounts
+    g = GamePlay(did)
+    if until == OPEN_SEGMENT:
+        return
+    open_segment(p, g, a[2], work, 1)
+    if until == CONTEST:
+        return
+    p.tx(validator, p.game.functions.contest(did, counter.roots[-1]))
+    if until == STEPS:
+        lo, hi, *_ = p.game.functions.stepsOf(did).call()
+        m = claimant.move(lo, hi, None)
+        p.tx(a[2], p.game.functions.moveSteps(did, m.at_pending, m.at_next))  # the counter idles mid-bisection
+        return
+    t = bisect_steps(p, g, (a[2], claimant), (validator, counter))
+    if until == REVEAL:
+        return
+    p.tx(a[2], p.game.functions.revealStep(did, claimant.reveal(t)))
+
+
+@pytest.mark.parametrize(("until", "loser"), [(OPEN_SEGMENT, "claimant"), (CONTEST, "counter"),
+                                              (STEPS, "counter"), (REVEAL, "claimant"), (BIND, "counter")])
+def test_a_side_that_runs_out_of_time_at_any_stage_loses(proto: Protocol, until: int, loser: str) -> None:
+    p, a = proto, proto.accounts
+    _, sides = cheat()
+    work = work_of(sides)
+    did, validator = rejected(p, work, segment=1)
+    idle_at(p, did, work, sides[1], honest()[1], validator, until)
+    assert stage(p, did) == until
+    mover, due = p.game.functions.deadline(did).call()
+    assert mover == (a[2].address if loser == "claimant" else validator.address)
+    expect(p, "ClockRunning", a[9], p.game.functions.timeout(did))
+    p.advance(due - p.now() + 1)
+    out = decided(p, p.tx(a[9], p.game.functions.timeout(did)))
+    winner = validator.address if loser == "claimant" else a[2].address
+    assert (out["winner"], out["reason"]) == (winner, TIMEOUT)
+    assert out["outcome"] == (SOLVER_FRAUD if loser == "claimant" else SOLVER_HONEST)
+    p.check_conservation()
+
+
+def test_the_step_game_s_own_clocks_end_a_dispute_only_through_settle(proto: Protocol) -> None:
+    p, a = proto, proto.accounts
+    _, sides = cheat()
+    work = work_of(sides)
+    did, validator = rejected(p, work, segment=1)
+    idle_at(p, did, work, sides[1], honest()[1], validator, BIND)
+    t = int(p.game.functions.stepsOf(did).call()[0])
+    p.tx(validator, p.game.functions.playStep(did, honest()[1].step_side(t).root))
+    assert stage(p, did) == STEP
+    expect(p, "WrongStage", a[9], p.game.functions.timeout(did))  # the step game keeps the clocks now
+    gid = p.game.functions.disputeOf(did).call()[3]
+    _, due = p.step_game.functions.deadline(gid).call()
+    p.advance(due - p.now() + 1)
+    p.tx(a[9], p.step_game.functions.timeout(gid))  # the claimant never moved in the step game
+    out = decided(p, p.tx(a[9], p.game.functions.settle(did)))
+    assert (out["winner"], out["outcome"]) == (validator.address, SOLVER_FRAUD)
+
+
+# ---- the claimant's reveal binds its next state, entry by entry ----
+
+
+def tampered(side: SegmentSide, t: int, change: Callable[[dict[str, Any]], dict[str, Any]]) -> SegmentSide:
+    """`side` whose state after t steps is `change`d (its roots follow): a claimant that posts it in the bisection."""
+    out = copy.copy(side)
+    out.__dict__.pop("roots", None)
+    out.states = list(side.states)
+    out.states[t] = change(dict(side.states[t]))
+    return out
+
+
+def _with(key: str, value: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def change(state: dict[str, Any]) -> dict[str, Any]:
+        state[key] = value
+        return state
+
+    return change
+
+
+def _without(key: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def change(state: dict[str, Any]) -> dict[str, Any]:
+        del state[key]
+        return state
+
+    return change
+
+
+TAMPERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "CarriedChanged": _with("rng", np.zeros(5056, np.uint8)),
+    "WrongCursor": _with("cursor", np.array([0, 0, 7], np.int64)),
+    "MissingKey": _without("rng"),
+    "ExtraKey": _with("extra", np.zeros(3, np.float32)),
+    "NotBound": _with("model/1.bias", np.zeros(16, np.float32)),
+}
+
+
+@pytest.mark.parametrize("error", sorted(TAMPERS))
+def test_a_next_state_the_step_does_not_give_cannot_be_revealed(proto: Protocol, error: str) -> None:
+    """A claimant whose state after the disputed step differs from the step's outputs, the cursor rule or the carried
+    entries cannot reveal it: it can only run out of time."""
+    p, a = proto, proto.accounts
+    _, sides = cheat()
+    work = work_of(sides)
+    did, validator = rejected(p, work, segment=1)
+    liar = tampered(sides[1], 2, TAMPERS[error])
+    g = GamePlay(did)
+    open_segment(p, g, a[2], work, 1)
+    p.tx(validator, p.game.functions.contest(did, honest()[1].roots[-1]))
+    t = bisect_steps(p, g, (a[2], liar), (validator, honest()[1]))
+    assert t == 1 and stage(p, did) == REVEAL
+    expect(p, error, a[2], p.game.functions.revealStep(did, liar.reveal(t)))
+
+
+def _reveal_with(r: tuple[Any, ...], field: int, value: Any) -> tuple[Any, ...]:
+    out = list(r)
+    out[field] = value
+    return tuple(out)
+
+
+def test_a_reveal_that_does_not_hold_reverts_by_name(proto: Protocol) -> None:
+    p, a = proto, proto.accounts
+    _, sides = cheat()
+    work = work_of(sides)
+    did, validator = rejected(p, work, segment=1)
+    idle_at(p, did, work, sides[1], honest()[1], validator, REVEAL)
+    t = int(p.game.functions.stepsOf(did).call()[0])
+    r = sides[1].reveal(t)
+    (_, keys, ops, _, proof, prior, nxt, _, _, opened) = r
+    z = bytes(32)
+
+    def refused(name: str, bad: tuple[Any, ...]) -> None:
+        expect(p, name, a[2], p.game.functions.revealStep(did, bad))
+
+    expect(p, "NotYourTurn", validator, p.game.functions.revealStep(did, r))
+    refused("NotInStepTable", _reveal_with(r, 3, keccak(b"another batch")))
+    refused("NotInStepTable", _reveal_with(r, 4, [z] * len(proof)))
+    refused("KeysUnsorted", _reveal_with(r, 1, [keys[1], keys[0], *keys[2:]]))
+    refused("LengthMismatch", _reveal_with(r, 2, ops[:-1]))
+    refused("StateMismatch", _reveal_with(r, 5, (prior[0], [z, *prior[1][1:]])))
+    refused("KeysUnsorted", _reveal_with(r, 6, ([nxt[0][1], nxt[0][0], *nxt[0][2:]], nxt[1])))
+    refused("LengthMismatch", _reveal_with(r, 9, opened[:-1]))
+    refused("OpOutOfRange", _reveal_with(r, 7, max(ops) - 1))
+    bad_path = [(*o[:5], [z] * len(o[5])) for o in opened]
+    refused("NotInTrace", _reveal_with(r, 9, bad_path))
+    expect(p, "WrongStage", validator, p.game.functions.playStep(did, z))
+    p.tx(a[2], p.game.functions.revealStep(did, r))  # the true reveal goes through
+    assert stage(p, did) == BIND
+    expect(p, "WrongStage", a[2], p.game.functions.revealStep(did, r))
+
+
+# ---- wiring and who may call ----
+
+
+def test_the_game_takes_disputes_from_its_pool_only_and_is_wired_once(proto: Protocol) -> None:
+    p, a = proto, proto.accounts
+    expect(p, "NotTaskPool", a[1], p.game.functions.openDispute(1, 0, 1, bytes(32), a[2].address, a[3].address))
+    expect(p, "AlreadyWired", p.deployer, p.game.functions.wire(p.step_game.address))
+    expect(p, "OwnableUnauthorizedAccount", a[1], p.game.functions.wire(p.step_game.address))
+    expect(p, "UnknownDispute", a[1], p.game.functions.timeout(99))
+    expect(p, "NotOpener", a[1], p.step_game.functions.open(a[2].address, a[3].address, bytes(32), bytes(32), 1,
+                                                             bytes(32), keccak(b"x")))
+    for pool, clock, name in ((p.pool.address, 0, "clock"), (p.pool.address, 86_401, "clock"), (ZERO, 60, "pool")):
+        err = _deploy_error(p, pool, clock)
+        assert (err.name, err.error_args["name"]) == ("InvalidGameParam", name)
+    assert p.game.functions.maxDuration().call() == 2 * (p.params["gameClock"] + p.params["stepGameClock"])
+    assert p.pool.functions.longestExposure().call() >= p.game.functions.maxDuration().call()
+
+
+def _deploy_error(p: Protocol, pool: str, clock: int) -> Any:
+    """The decoded revert of deploying a SegmentGame for `pool` with `clock`."""
+    art = p.artifacts["SegmentGame"]
+    data = p.w3.eth.contract(abi=art["abi"], bytecode=art["bytecode"]).constructor(
+        pool, clock, p.deployer.address).data_in_transaction
+    res = p.w3.provider.make_request(
+        "eth_call", [{"from": p.deployer.address, "data": data, "gas": hex(5_000_000)}, "latest"])  # type: ignore[arg-type]
+    return p.errors.decode(res["error"]["data"])
+
+
+def test_disputes_without_a_step_table_still_go_to_the_committee(proto: Protocol) -> None:
+    p, a = proto, proto.accounts
+    p.submit(a[1], collateralPerUnit=100 * E18, maxPricePerUnit=100 * E18)  # no step table
+    assert p.pool.functions.resolverOf(1).call() == p.committee.address
+    submit(p)
+    units = p.pool.functions.nextUnitId().call()
+    assert p.pool.functions.resolverOf(units - 1).call() == p.game.address
+
+
 INTERVAL = 4
+ZERO = "0x" + "00" * 20
 
