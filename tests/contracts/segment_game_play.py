@@ -59,15 +59,18 @@ def work_of(sides: list[SegmentSide]) -> Work:
     return Work([(s.roots[0], s.roots[-1], keccak(b"transcript" + bytes([j]))) for j, s in enumerate(sides)])
 
 
-def submit(p: Protocol) -> int:
-    spec, _, table = job()
+def submit(p: Protocol, spec: JobSpec | None = None, table: StepTable | None = None) -> int:
+    """Submit the job of `spec` with its step `table` (the test job's by default)."""
+    if spec is None or table is None:
+        spec, _, table = job()
     return p.submit(p.accounts[1], stepsPerUnit=spec.steps_per_unit, checkpointInterval=spec.checkpoint_interval,
                     stepsRoot=table.root(), collateralPerUnit=100 * E18, maxPricePerUnit=100 * E18)
 
 
-def rejected(p: Protocol, work: Work, segment: int, unit_id: int = 1) -> tuple[int, LocalAccount]:
+def rejected(p: Protocol, work: Work, segment: int, unit_id: int = 1, spec: JobSpec | None = None,
+             table: StepTable | None = None) -> tuple[int, LocalAccount]:
     """The solver (account 2) commits `work`; the validator drawn for `segment` rejects it: (dispute id, validator)."""
-    submit(p)
+    submit(p, spec, table)
     claim_and_commit(p, unit_id, p.accounts[2], work)
     validators = p.unit(unit_id)["validators"]
     va = next(v for i, v in enumerate(validators) if p.segment_of(unit_id, i) == segment)
@@ -86,10 +89,14 @@ class GamePlay:
     step_game: Played | None = None
     moves: dict[str, int] = field(default_factory=lambda: {"claimant": 0, "counter": 0})
     gas: dict[str, int] = field(default_factory=lambda: {"claimant": 0, "counter": 0})
+    calls: dict[str, int] = field(default_factory=dict)  # gas of the last call of each named move
+    deciding_gas: int = 0  # the step game's deciding move
 
-    def count(self, side: str, receipt: Any) -> Any:
+    def count(self, side: str, receipt: Any, name: str = "") -> Any:
         self.moves[side] += 1
         self.gas[side] += int(receipt["gasUsed"])
+        if name:
+            self.calls[name] = int(receipt["gasUsed"])
         return receipt
 
     def totals(self) -> tuple[int, int]:
@@ -108,7 +115,7 @@ def open_segment(p: Protocol, g: GamePlay, solver: LocalAccount, work: Work, seg
     from tests.contracts.helpers import transcript_commit
 
     return g.count("claimant", p.tx(solver, p.game.functions.openSegment(
-        g.dispute_id, start, end, transcript_commit(transcript), work.proof(segment))))
+        g.dispute_id, start, end, transcript_commit(transcript), work.proof(segment))), "openSegment")
 
 
 def bisect_steps(p: Protocol, g: GamePlay, claimant: tuple[LocalAccount, SegmentSide],
@@ -131,13 +138,14 @@ def play(p: Protocol, did: int, work: Work, segment: int, claimant: tuple[LocalA
     (ca, cs), (da, ds) = claimant, counter
     g = GamePlay(did)
     open_segment(p, g, ca, work, segment)
-    g.count("counter", p.tx(da, p.game.functions.contest(did, ds.roots[-1])))
+    g.count("counter", p.tx(da, p.game.functions.contest(did, ds.roots[-1])), "contest")
     t = bisect_steps(p, g, claimant, counter)
-    g.count("claimant", p.tx(ca, p.game.functions.revealStep(did, cs.reveal(t))))
-    rc = g.count("counter", p.tx(da, p.game.functions.playStep(did, ds.step_side(t).root)))
+    g.count("claimant", p.tx(ca, p.game.functions.revealStep(did, cs.reveal(t))), "revealStep")
+    rc = g.count("counter", p.tx(da, p.game.functions.playStep(did, ds.step_side(t).root)), "playStep")
     gid = p.events(rc, p.game, "StepGameOpened")[0]["args"]["gameId"]
     g.step_game = Played(gid)
-    play_opened(p, p.step_game, g.step_game, (ca, cs.step_side(t)), (da, ds.step_side(t)))
+    g.deciding_gas = int(play_opened(p, p.step_game, g.step_game, (ca, cs.step_side(t)),
+                                     (da, ds.step_side(t)))["gasUsed"])
     return g, p.tx(p.accounts[9], p.game.functions.settle(did))
 
 

@@ -17,10 +17,15 @@ def test_deployment_is_wired_and_written(proto: Protocol, tmp_path: Path) -> Non
     p = proto
     info = p.info
     assert info["chainId"] == p.w3.eth.chain_id
-    assert set(info["contracts"]) == {"GensynToken", "NodeRegistry", "TaskPool", "DisputeCommittee"}
+    assert set(info["contracts"]) == {"GensynToken", "NodeRegistry", "TaskPool", "DisputeCommittee", "SegmentGame",
+                                     "StepGame"}
     assert p.pool.functions.resolver().call() == p.committee.address
     assert p.committee.functions.taskPool().call() == p.pool.address
+    assert p.pool.functions.game().call() == p.game.address  # the test deployment hands repro disputes to the game
+    assert p.game.functions.stepGame().call() == p.step_game.address
+    assert p.step_game.functions.opener().call() == p.game.address  # only the segment game opens step games
     assert p.registry.functions.isProtocol(p.pool.address).call()
+    assert not p.registry.functions.isProtocol(p.game.address).call()  # it moves no stake: the pool settles
     assert p.registry.functions.isProtocol(p.committee.address).call()
     assert p.registry.functions.unbondingDelay().call() > p.pool.functions.longestExposure().call()
     assert p.pool.functions.params().call()[0] == DEFAULT_PARAMS["validatorsPerUnit"]

@@ -61,7 +61,8 @@ def test_devnet_up_status_down_keeps_state(tmp_path: Path) -> None:
         assert "devnet started" in up.stdout and "TaskPool" in up.stdout
         assert "contracts deployed" in up.stdout
         deployment = json.loads((tmp_path / "deploy" / "31337.json").read_text())
-        assert set(deployment["contracts"]) == {"GensynToken", "NodeRegistry", "TaskPool", "DisputeCommittee"}
+        assert set(deployment["contracts"]) == {"GensynToken", "NodeRegistry", "TaskPool", "DisputeCommittee",
+                                                "SegmentGame", "StepGame"}
 
         again = _gensyn(["devnet", "up", "--port", port], tmp_path)
         assert "already running" in again.stdout
