@@ -123,7 +123,7 @@ contract SegmentGame is ISegmentGame, Ownable {
     }
 
     /// @inheritdoc ISegmentGame
-    function contest(uint256 id, bytes32 counterEnd) external {
+    function contest(uint256 id, bytes32 counterEnd, bytes32 atMid) external {
         Game storage s = _at(id, Stage.Contest);
         Bisection.Game storage g = s.g;
         g.charge(msg.sender);
@@ -134,7 +134,12 @@ contract SegmentGame is ISegmentGame, Ownable {
         (g.claimantClock, g.counterClock) = (claimantLeft, counterLeft);
         s.stage = Stage.Steps;
         emit Contested(id, counterEnd, s.interval);
-        if (g.done()) _narrowed(id, s);
+        if (g.done()) return _narrowed(id, s);
+        // The contest is also the bisection's first move: the counter's root at the first midpoint. The claimant
+        // answers it, so the stage takes one move fewer than with the claimant opening it.
+        g.counterToMove = true;
+        g.move(msg.sender, bytes32(0), atMid);
+        emit StepsMoved(id, msg.sender, g.lo, g.hi);
     }
 
     /// @inheritdoc ISegmentGame

@@ -28,8 +28,8 @@ struct StepReveal {
 /// @title The segment game: a dispute over one segment of a `repro` unit, decided by the contract alone.
 /// @notice Stage (a) of docs/dispute-game.md and the binding of one step to the unit's commitments. The solver (the
 ///         claimant) opens the disputed segment's leaf in its checkpoint root; the disputing validator or challenger
-///         (the counter) posts its own end state, or shows the segment's start is not the previous segment's end.
-///         Both bisect over the state roots after each step of the segment to one step t -> t + 1; the claimant
+///         (the counter) posts its own end state with its first bisection move, or shows the segment's start is not
+///         the previous segment's end. Both bisect over the state roots after each step of the segment to one step t -> t + 1; the claimant
 ///         reveals the step's program and batch (proven in the job's step table), the agreed state at t and its
 ///         state at t + 1 entry by entry, and its trace's root with the op of every named output opened in it: the
 ///         contract checks every key of t + 1 is a named output of the program (its root that op's output), the
@@ -118,9 +118,9 @@ interface ISegmentGame is IDisputeResolver {
         bytes32 transcriptCommit,
         bytes32[] calldata proof
     ) external;
-    /// @notice The counter's end state of the segment, unequal to the claimant's: the bisection starts, the
-    ///         claimant moving first.
-    function contest(uint256 disputeId, bytes32 counterEnd) external;
+    /// @notice The counter's end state of the segment, unequal to the claimant's, and its state root at the first
+    ///         midpoint (`atMid`: the bisection's first move, ignored for a one-step segment); the claimant answers.
+    function contest(uint256 disputeId, bytes32 counterEnd, bytes32 atMid) external;
     /// @notice The counter shows leaf `segment - 1`, whose end is not the disputed segment's start.
     function refuteStart(
         uint256 disputeId,

@@ -12,10 +12,10 @@ everything after it computed from the flipped value, the states that follow incl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from gensyn_py.chain.bisection import Move, next_move
 from gensyn_py.crypto.merkle import merkle_proof
@@ -83,9 +83,35 @@ def entries(state: Mapping[str, np.ndarray[Any, Any]]) -> tuple[list[bytes], lis
     return [key_hash(k) for k in keys], [tensor_root(state[k]) for k in keys]
 
 
+class StateRoots(Sequence[bytes]):
+    """The state roots of `states`, hashed on demand and kept."""
+
+    def __init__(self, states: list[dict[str, np.ndarray[Any, Any]]]) -> None:
+        self._states = states
+        self._roots: dict[int, bytes] = {}
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        j = range(len(self))[i]
+        if j not in self._roots:
+            self._roots[j] = state_root(self._states[j])
+        return self._roots[j]
+
+
 class SegmentSide:
     """A side's replay of one segment, from `trainer` positioned at the segment's start (its state is the start
-    state both sides agree on); `flip` makes it cheat."""
+    state both sides agree on); `flip` makes it cheat. The side takes the trainer over: it replays the segment with
+    it, then loads into it whichever state a trace is asked of."""
 
     def __init__(self, trainer: Trainer, table: StepTable, flip: Flip | None = None) -> None:
         spec = trainer.spec
@@ -97,6 +123,7 @@ class SegmentSide:
         self.states = [canonical_arrays(trainer.state_dict())]
         for _ in range(spec.checkpoint_interval):
             self._advance(trainer)
+        self._trainer = trainer
 
     def _advance(self, trainer: Trainer) -> None:
         if self.flip is not None and trainer.step == self.flip.step:
@@ -107,22 +134,27 @@ class SegmentSide:
         self.states.append(canonical_arrays(trainer.state_dict()))
 
     @cached_property
-    def roots(self) -> list[bytes]:
-        """The state root after 0, 1, ..., interval steps of the segment."""
-        return [state_root(s) for s in self.states]
+    def roots(self) -> StateRoots:
+        """The state root after 0, 1, ..., interval steps of the segment, each hashed when first asked for: a game
+        asks for about log2(interval) of them, and hashing a state costs more than the step that made it."""
+        return StateRoots(self.states)
 
     def move(self, lo: int, hi: int, pending: bytes | None) -> Move:
         """This side's bisection move (``SegmentGame.moveSteps``)."""
         return next_move(lo, hi, pending, self.roots)
+
+    def contest(self) -> tuple[bytes, bytes]:
+        """The counter's ``SegmentGame.contest``: its end state root, and its root at the first midpoint (its first
+        bisection move, made with the contest)."""
+        k = len(self.roots) - 1
+        return self.roots[k], next_move(0, k, None, self.roots).at_next if k > 1 else bytes(32)
 
     @cache  # noqa: B019 - one side per game, kept for the game's length
     def trace(self, t: int) -> Trace:
         """This side's trace of step t of the segment (from its own state after t steps)."""
         import torch
 
-        from gensyn_py.train.trainer import Trainer
-
-        trainer = Trainer(self.spec, self.dataset, self.round, self.shard, "cpu")
+        trainer = self._trainer
         trainer.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in self.states[t].items()})
         cheat = self.flip is not None and self.flip.step == self.first + t
         return trace_step(trainer, _Flipping(_torch(), self.flip) if cheat and self.flip else None)

@@ -138,7 +138,7 @@ def play(p: Protocol, did: int, work: Work, segment: int, claimant: tuple[LocalA
     (ca, cs), (da, ds) = claimant, counter
     g = GamePlay(did)
     open_segment(p, g, ca, work, segment)
-    g.count("counter", p.tx(da, p.game.functions.contest(did, ds.roots[-1])), "contest")
+    g.count("counter", p.tx(da, p.game.functions.contest(did, *ds.contest())), "contest")
     t = bisect_steps(p, g, claimant, counter)
     g.count("claimant", p.tx(ca, p.game.functions.revealStep(did, cs.reveal(t))), "revealStep")
     rc = g.count("counter", p.tx(da, p.game.functions.playStep(did, ds.step_side(t).root)), "playStep")

@@ -70,7 +70,7 @@ def cheat() -> tuple[Flip, list[SegmentSide]]:
     rounds away before it reaches the state is no cheat: the state, all that is committed, is honest.)"""
     flip = Flip(CHEAT_STEP, first("sqrt"), 3, bit=22)
     sides = replay(flip)
-    assert sides[0].roots == honest()[0].roots and sides[1].roots[:2] == honest()[1].roots[:2]
+    assert list(sides[0].roots) == list(honest()[0].roots) and sides[1].roots[:2] == honest()[1].roots[:2]
     assert all(c != h for c, h in zip(sides[1].roots[2:], honest()[1].roots[2:], strict=True))
     return flip, sides
 
@@ -159,7 +159,7 @@ def test_a_challenger_that_disputes_an_honest_unit_loses_its_bond_and_the_solver
     g = GamePlay(did)
     open_segment(p, g, a[2], work, 1)
     liar = Liar(honest()[1])
-    g.count("counter", p.tx(a[8], p.game.functions.contest(did, liar.roots[-1])))
+    g.count("counter", p.tx(a[8], p.game.functions.contest(did, *liar.contest())))
     t = bisect_steps(p, g, (a[2], honest()[1]), (a[8], liar))
     assert t == INTERVAL - 1  # the liar agrees on every state but the end
     g.count("claimant", p.tx(a[2], p.game.functions.revealStep(did, honest()[1].reveal(t))))
@@ -251,10 +251,11 @@ def idle_at(p: Protocol, did: int, work: Work, claimant: SegmentSide, counter: A
     open_segment(p, g, a[2], work, 1)
     if until == CONTEST:
         return
-    p.tx(validator, p.game.functions.contest(did, counter.roots[-1]))
+    p.tx(validator, p.game.functions.contest(did, *counter.contest()))
     if until == STEPS:
         lo, hi, *_ = p.game.functions.stepsOf(did).call()
-        m = claimant.move(lo, hi, None)
+        _, root = p.game.functions.pendingOf(did).call()  # the counter's first move came with its contest
+        m = claimant.move(lo, hi, root)
         p.tx(a[2], p.game.functions.moveSteps(did, m.at_pending, m.at_next))  # the counter idles mid-bisection
         return
     t = bisect_steps(p, g, (a[2], claimant), (validator, counter))
@@ -349,7 +350,7 @@ def test_a_next_state_the_step_does_not_give_cannot_be_revealed(proto: Protocol,
     liar = tampered(sides[1], 2, TAMPERS[error])
     g = GamePlay(did)
     open_segment(p, g, a[2], work, 1)
-    p.tx(validator, p.game.functions.contest(did, honest()[1].roots[-1]))
+    p.tx(validator, p.game.functions.contest(did, *honest()[1].contest()))
     t = bisect_steps(p, g, (a[2], liar), (validator, honest()[1]))
     assert t == 1 and stage(p, did) == REVEAL
     expect(p, error, a[2], p.game.functions.revealStep(did, liar.reveal(t)))
