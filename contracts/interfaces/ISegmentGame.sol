@@ -31,9 +31,9 @@ struct StepReveal {
 ///         (the counter) posts its own end state with its first bisection move, or shows the segment's start is not
 ///         the previous segment's end. Both bisect over the state roots after each step of the segment to one step
 ///         t -> t + 1; the claimant reveals the step's program and batch (proven in the job's step table), the
-///         agreed state at t and its state at t + 1 entry by entry, and its trace's root with the op of every named output opened in it: the
-///         contract checks every key of t + 1 is a named output of the program (its root that op's output), the
-///         cursor, or carried unchanged from t. The counter then plays the step game (`IStepGame`) over the two
+///         agreed state at t and its state at t + 1 entry by entry, and its trace's root with the op of every named
+///         output opened in it: the contract checks every key of t + 1 is a named output of the program (its root
+///         that op's output), the cursor, or carried unchanged from t. The counter then plays the step game (`IStepGame`) over the two
 ///         traces. The outcome reaches the pool through `ITaskPool.onDisputeResolved`.
 interface ISegmentGame is IDisputeResolver {
     /// @notice Where a dispute stands.
