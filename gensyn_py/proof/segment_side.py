@@ -40,12 +40,14 @@ LOSS = "loss"  # the one named output of a step that is not state
 
 @dataclass(frozen=True)
 class Flip:
-    """A cheat: at unit step `step`, bit `bit` of element `element` of op `op`'s float32 output is flipped."""
+    """A cheat: at unit step `step`, bit `bit` of element `element` of op `op`'s float32 output is flipped, or the
+    element is set to `value` when one is given (a dot element from a wrong partial sum, say)."""
 
     step: int
     op: int
     element: int
     bit: int = 0
+    value: float | None = None
 
 
 class _Flipping(TracingBackend):
@@ -60,7 +62,10 @@ class _Flipping(TracingBackend):
 
         if len(self.ops) == self.flip.op:
             out = out.detach().clone().contiguous()
-            out.view(-1).view(torch.int32)[self.flip.element] ^= 1 << self.flip.bit
+            if self.flip.value is None:
+                out.view(-1).view(torch.int32)[self.flip.element] ^= 1 << self.flip.bit
+            else:
+                out.view(-1)[self.flip.element] = self.flip.value
         return super()._record(code, inputs, attrs, out)
 
 
