@@ -35,7 +35,6 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 from eth_account import Account  # noqa: E402
 from web3 import Web3  # noqa: E402
 
@@ -44,11 +43,9 @@ from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
 from gensyn_py.proof.segment_side import Flip, SegmentSide  # noqa: E402
 from gensyn_py.proof.step_table import step_table  # noqa: E402
-from gensyn_py.proof.trace import recompute_element  # noqa: E402
-from gensyn_py.repro import reference as R  # noqa: E402
 from gensyn_py.train.trainer import Trainer  # noqa: E402
 from tests.contracts.helpers import Protocol  # noqa: E402
-from tests.contracts.segment_game_play import play, rejected, work_of  # noqa: E402
+from tests.contracts.segment_game_play import matmul_flip, play, rejected, work_of  # noqa: E402
 from tests.unit.trainkit import dataset_for, tiny_spec  # noqa: E402
 
 INTERVAL, SEGMENTS = 20, 2
@@ -59,23 +56,6 @@ def seconds(fn: Any) -> tuple[Any, float]:
     t0 = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t0
-
-
-def matmul_flip(side: SegmentSide, t: int) -> tuple[Flip, tuple[int, ...], int, int]:
-    """A cheat inside the longest matmul of step t: element size/2 from a partial sum off from multiply-add K/3 on
-    (by 2^16 times the least change that moves the rounded element, so that it reaches the state); the flip that
-    writes it, the claimant's sums, the op and K."""
-    step = side.trace(t)
-    i = max((j for j, op in enumerate(step.ops) if op.code == "matmul"),
-            key=lambda j: step.values[step.ops[j].inputs[0]].shape[-1])
-    contraction = int(step.values[step.ops[i].inputs[0]].shape[-1])
-    element, k = int(step.values[i].size) // 2, contraction // 3
-    d = recompute_element(step, i, element).detail
-    assert d is not None
-    least = next(1 << b for b in range(8, 200) if R.round_int(d.n + (1 << b), d.scale) != d.value)
-    sums = tuple(v + (least << 16 if j >= k else 0) for j, v in enumerate(d.partial))
-    value = float(np.float32(R.round_int(sums[-1], d.scale)))
-    return Flip(side.first + t, i, element, value=value), sums, i, contraction
 
 
 def game(p: Protocol, spec: Any, table: Any, start: Any, cheat: list[SegmentSide], counter: SegmentSide,

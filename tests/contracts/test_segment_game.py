@@ -26,8 +26,6 @@ from eth_utils import keccak
 
 from gensyn_py.proof.segment_side import Flip, SegmentSide
 from gensyn_py.proof.step_side import StepSide
-from gensyn_py.proof.trace import recompute_element
-from gensyn_py.repro import reference as R
 from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, reveal
 from tests.contracts.helpers import E18, FINAL, OPEN, VERIFIED, Protocol, Work, transcript_commit
 from tests.contracts.segment_game_play import (
@@ -49,6 +47,7 @@ from tests.contracts.segment_game_play import (
     bisect_steps,
     decided,
     honest,
+    matmul_flip,
     open_segment,
     play,
     rejected,
@@ -120,20 +119,10 @@ def test_a_wrong_partial_sum_inside_a_matmul_is_narrowed_to_one_integer_multiply
     off, every later one follows from it, and the element is that sum rounded), and trains on from there."""
     p, a = proto, proto.accounts
     t = CHEAT_STEP - INTERVAL
-    step = honest()[1].trace(t)
-    i = max((j for j, op in enumerate(step.ops) if op.code == "matmul"),
-            key=lambda j: step.values[step.ops[j].inputs[0]].shape[-1])
-    contraction = int(step.values[step.ops[i].inputs[0]].shape[-1])
-    element, k = int(step.values[i].size) // 2, contraction // 3
-    d = recompute_element(step, i, element).detail
-    assert d is not None
-    # Off by enough to reach the state (a change that rounds away before it is no cheat): 2^16 times the least
-    # change that moves the rounded element.
-    least = next(1 << b for b in range(8, 200) if R.round_int(d.n + (1 << b), d.scale) != d.value)
-    sums = tuple(v + (least << 16 if j >= k else 0) for j, v in enumerate(d.partial))
-    value = float(np.float32(R.round_int(sums[-1], d.scale)))
-    sides = replay(Flip(CHEAT_STEP, i, element, value=value))
-    sides[1].step_side(t)._sums[(i, element)] = sums  # the claimant answers with the sums it computed
+    flip, sums, i, contraction = matmul_flip(honest()[1], t)
+    k = contraction // 3
+    sides = replay(flip)
+    sides[1].step_side(t)._sums[(i, flip.element)] = sums  # the claimant answers with the sums it computed
     work = work_of(sides)
     did, validator = rejected(p, work, segment=1)
     g, rc = play(p, did, work, 1, (a[2], sides[1]), (validator, honest()[1]))
