@@ -76,6 +76,14 @@ def cheat() -> tuple[Flip, list[SegmentSide]]:
     return flip, sides
 
 
+def cheat_disputed(p: Protocol) -> tuple[list[SegmentSide], Work, int, Any]:
+    """The cheat's work committed, and segment 1 rejected by its validator: (sides, work, dispute id, validator)."""
+    _, sides = cheat()
+    work = work_of(sides)
+    did, validator = rejected(p, work, segment=1)
+    return sides, work, did, validator
+
+
 def stake(p: Protocol, who: Any) -> int:
     return int(p.registry.functions.bondedOf(who.address).call())
 
@@ -250,9 +258,7 @@ def test_segment_0_s_start_is_not_bound_yet_so_contesting_it_ends_without_a_winn
 
 def test_a_chain_of_segments_that_holds_is_not_refuted(proto: Protocol) -> None:
     p, a = proto, proto.accounts
-    _, sides = cheat()
-    work = work_of(sides)
-    did, validator = rejected(p, work, segment=1)
+    _, work, did, validator = cheat_disputed(p)
     open_segment(p, GamePlay(did), a[2], work, 1)
     start, end, transcript = work.segments[0]
     expect(p, "NotRefuted", validator, p.game.functions.refuteStart(did, start, end, transcript_commit(transcript),
@@ -289,9 +295,7 @@ def idle_at(p: Protocol, did: int, work: Work, claimant: SegmentSide, counter: A
                                               (STEPS, "counter"), (REVEAL, "claimant"), (BIND, "counter")])
 def test_a_side_that_runs_out_of_time_at_any_stage_loses(proto: Protocol, until: int, loser: str) -> None:
     p, a = proto, proto.accounts
-    _, sides = cheat()
-    work = work_of(sides)
-    did, validator = rejected(p, work, segment=1)
+    sides, work, did, validator = cheat_disputed(p)
     idle_at(p, did, work, sides[1], honest()[1], validator, until)
     assert stage(p, did) == until
     mover, due = p.game.functions.deadline(did).call()
@@ -307,9 +311,7 @@ def test_a_side_that_runs_out_of_time_at_any_stage_loses(proto: Protocol, until:
 
 def test_the_step_game_s_own_clocks_end_a_dispute_only_through_settle(proto: Protocol) -> None:
     p, a = proto, proto.accounts
-    _, sides = cheat()
-    work = work_of(sides)
-    did, validator = rejected(p, work, segment=1)
+    sides, work, did, validator = cheat_disputed(p)
     idle_at(p, did, work, sides[1], honest()[1], validator, BIND)
     t = int(p.game.functions.stepsOf(did).call()[0])
     p.tx(validator, p.game.functions.playStep(did, honest()[1].step_side(t).root))
@@ -365,9 +367,7 @@ def test_a_next_state_the_step_does_not_give_cannot_be_revealed(proto: Protocol,
     """A claimant whose state after the disputed step differs from the step's outputs, the cursor rule or the carried
     entries cannot reveal it: it can only run out of time."""
     p, a = proto, proto.accounts
-    _, sides = cheat()
-    work = work_of(sides)
-    did, validator = rejected(p, work, segment=1)
+    sides, work, did, validator = cheat_disputed(p)
     liar = tampered(sides[1], 2, TAMPERS[error])
     g = GamePlay(did)
     open_segment(p, g, a[2], work, 1)
@@ -385,9 +385,7 @@ def _reveal_with(r: tuple[Any, ...], field: int, value: Any) -> tuple[Any, ...]:
 
 def test_a_reveal_that_does_not_hold_reverts_by_name(proto: Protocol) -> None:
     p, a = proto, proto.accounts
-    _, sides = cheat()
-    work = work_of(sides)
-    did, validator = rejected(p, work, segment=1)
+    sides, work, did, validator = cheat_disputed(p)
     idle_at(p, did, work, sides[1], honest()[1], validator, REVEAL)
     t = int(p.game.functions.stepsOf(did).call()[0])
     r = sides[1].reveal(t)
