@@ -45,6 +45,9 @@ contract SegmentGame is ISegmentGame, Ownable {
         Stage stage;
     }
 
+    /// @dev The most ops a step game takes (`StepGame.MAX_DEPTH` levels of prefix tree).
+    uint256 internal constant MAX_OPS = 1 << 24;
+
     /// @notice The pool whose disputes this game resolves.
     ITaskPool public immutable pool;
     /// @notice Seconds each side has over this game's stages (the step game has its own clocks).
@@ -219,6 +222,8 @@ contract SegmentGame is ISegmentGame, Ownable {
     ///      step game then narrows to the first slot where the claimant's trace differs, where only the leaf of
     ///      that very op opens.
     function _checkOutputs(StepReveal calldata r, uint256[] memory ops, bytes32[] memory roots) private pure {
+        // INVARIANT: the step game accepts the op count revealed, so an honest counter can always play it.
+        if (r.nOps > MAX_OPS) revert OpOutOfRange(r.nOps, MAX_OPS);
         if (r.outputs.length != ops.length) revert LengthMismatch(ops.length, r.outputs.length);
         for (uint256 i; i < ops.length; ++i) {
             OpOpening calldata op = r.outputs[i];

@@ -404,6 +404,7 @@ def test_a_reveal_that_does_not_hold_reverts_by_name(proto: Protocol) -> None:
     refused("KeysUnsorted", _reveal_with(r, 6, ([nxt[0][1], nxt[0][0], *nxt[0][2:]], nxt[1])))
     refused("LengthMismatch", _reveal_with(r, 9, opened[:-1]))
     refused("OpOutOfRange", _reveal_with(r, 7, max(ops) - 1))
+    refused("OpOutOfRange", _reveal_with(r, 7, (1 << 24) + 1))  # more ops than a step game takes
     bad_path = [(*o[:5], [z] * len(o[5])) for o in opened]
     refused("NotInTrace", _reveal_with(r, 9, bad_path))
     expect(p, "WrongStage", validator, p.game.functions.playStep(did, z))
