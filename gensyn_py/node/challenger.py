@@ -47,12 +47,13 @@ class ChallengerDaemon(NodeDaemon):
         self._rng = random.Random(secrets.randbits(128))
 
     def handlers(self) -> dict[str, Handler]:
-        return {"UnitVerified": self._note_verified}
+        return {"UnitVerified": self._note_verified, **self.games.handlers()}
 
     def _note_verified(self, record: EventRecord) -> None:
         self.follow("audit", int(record.args["unitId"]), {"end": int(record.args["challengeEnd"])})
 
     def tick(self) -> None:
+        self.games.tick()  # a game's clock runs: its moves come first
         for unit_id, _ in self.followed("audit"):
             if self.stopping:
                 return

@@ -25,6 +25,7 @@ from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.chain.view import ChainView
 from gensyn_py.errors import ConfigError, ContractRevert
 from gensyn_py.node.daemon import Daemon
+from gensyn_py.node.game_player import GamePlayer
 from gensyn_py.node.hardware import HardwareProfile
 from gensyn_py.node.metrics import DaemonMetrics
 from gensyn_py.node.quarantine import CRASHES_BEFORE_QUARANTINE, Quarantine, is_network_error
@@ -93,6 +94,7 @@ class NodeDaemon(Daemon):
         self.committee = protocol.committee(self.sender)
         self.quarantine = Quarantine(config.state)
         self.gauges = StandingGauges(protocol, self.address, self.metrics)
+        self.games = GamePlayer(self)  # this node's side of the dispute games it is party to
 
     # -- joining the network -----------------------------------------------------------------
 

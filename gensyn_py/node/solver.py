@@ -94,6 +94,7 @@ class SolverDaemon(NodeDaemon):
             "UnitReopened": self._note_open,
             "UnitTimedOut": self._note_open,
             "UnitClaimed": self._note_claimed,
+            **self.games.handlers(),
         }
 
     def _note_open(self, record: EventRecord) -> None:
@@ -108,6 +109,7 @@ class SolverDaemon(NodeDaemon):
     # -- the cycle's time-based work -----------------------------------------------------------
 
     def tick(self) -> None:
+        self.games.tick()  # a game's clock runs: its moves come first
         # Units we hold are trained and committed right here, so by the claim below we hold none
         # (except one past its deadline, which is no longer ours to finish).
         for unit in self.units(i for i, _ in self.followed("mine")):

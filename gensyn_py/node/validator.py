@@ -82,7 +82,7 @@ class ValidatorDaemon(NodeDaemon):
         return verdict
 
     def handlers(self) -> dict[str, Handler]:
-        return {"ValidatorsDrawn": self._note_drawn, "DisputeOpened": self._note_dispute}
+        return {"ValidatorsDrawn": self._note_drawn, "DisputeOpened": self._note_dispute, **self.games.handlers()}
 
     def _note_drawn(self, record: EventRecord) -> None:
         validators = list(record.args["validators"])
@@ -99,6 +99,7 @@ class ValidatorDaemon(NodeDaemon):
         self.follow("dispute", int(record.args["disputeId"]), {"unit": int(record.args["unitId"])})
 
     def tick(self) -> None:
+        self.games.tick()  # a game's clock runs: its moves come first
         for unit_id, task in self.followed("drawn"):
             if self.stopping:
                 return

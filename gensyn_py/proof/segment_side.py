@@ -69,6 +69,13 @@ class _Flipping(TracingBackend):
         return super()._record(code, inputs, attrs, out)
 
 
+def flipped_step(trainer: Trainer, flip: Flip) -> float:
+    """Take the trainer's next step with `flip` applied (the cheat); its loss."""
+    trace = trace_step(trainer, _Flipping(_torch(), flip))
+    trainer.load_state_dict(next_state(trainer.state_dict(), trace))
+    return float(trace.values[trace.outputs[LOSS]].reshape(-1)[0])
+
+
 def next_state(state: Mapping[str, torch.Tensor], trace: Trace) -> dict[str, torch.Tensor]:
     """The state after the traced step: its named outputs, the cursor one step on, everything else carried."""
     import torch
@@ -132,8 +139,7 @@ class SegmentSide:
 
     def _advance(self, trainer: Trainer) -> None:
         if self.flip is not None and trainer.step == self.flip.step:
-            trainer.load_state_dict(next_state(trainer.state_dict(), trace_step(trainer, _Flipping(_torch(),
-                                                                                                   self.flip))))
+            flipped_step(trainer, self.flip)
         else:
             trainer.train_step()
         self.states.append(canonical_arrays(trainer.state_dict()))

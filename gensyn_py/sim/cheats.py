@@ -22,6 +22,7 @@ from gensyn_py.train.trainer import Trainer
 if TYPE_CHECKING:
     import torch
 
+    from gensyn_py.proof.segment_side import Flip
     from gensyn_py.storage.base import ContentStore
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
@@ -216,7 +217,50 @@ def _alter(data: bytes) -> bytes:
     return encode_state(state)
 
 
+def bit_flip(spec: JobSpec, dataset: Dataset, round_: int, shard: int) -> Flip:
+    """The `flipped_bit` cheat of a unit: bit 22 of the middle element of the largest elementwise float32 output in
+    the middle half of step `FAKED_SEGMENT * interval + interval // 2`. A pure function of the unit, so the cheating
+    daemon defends in the dispute game the very cheat it committed."""
+    import numpy as np
+
+    from gensyn_py.proof.segment_side import Flip
+    from gensyn_py.proof.step_trace import trace_step
+    from gensyn_py.repro.opset import ELEMENTWISE
+
+    step = FAKED_SEGMENT * spec.checkpoint_interval + spec.checkpoint_interval // 2
+    t = Trainer(spec, dataset, round_, shard, "cpu")
+    t.run(step)
+    tr = trace_step(t)
+    n = len(tr.ops)
+    ids = [i for i in range(n // 4, 3 * n // 4)
+           if tr.ops[i].code in ELEMENTWISE and tr.values[i].dtype == np.float32 and tr.values[i].size > 0]
+    op = max(ids, key=lambda i: tr.values[i].size)
+    return Flip(step, op, int(tr.values[op].size) // 2, bit=22)
+
+
+class _FlippingTrainer(Trainer):
+    """Trains honestly but for one step, whose traced op output has one bit flipped (everything after follows)."""
+
+    def __init__(self, flip: Flip, *args: object, **kw: object) -> None:
+        super().__init__(*args, **kw)  # type: ignore[arg-type]
+        self._flip = flip
+
+    def train_step(self) -> float:
+        from gensyn_py.proof.segment_side import flipped_step
+
+        return flipped_step(self, self._flip) if self.step == self._flip.step else super().train_step()
+
+
+def flipped_bit(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+                shard: int) -> UnitCommitment:
+    """Flips one bit of one op's output in one step of the faked segment and trains on from the flipped state: a
+    repro unit's smallest cheat, which the dispute game narrows to that op."""
+    flip = bit_flip(spec, dataset, round_, shard)
+    return commit_segments(_FlippingTrainer(flip, spec, dataset, round_, shard, "cpu"), store, job_id)
+
+
 CHEATS: dict[str, Solve] = {
+    "flipped_bit": flipped_bit,
     "skipped_steps": skipped_steps,
     "fewer_steps": fewer_steps,
     "other_data": other_data,

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import torch
 
     from gensyn_py.proof.commitment import UnitCommitment
+    from gensyn_py.proof.segment_side import Flip
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
     from gensyn_py.types import Unit
@@ -39,6 +40,14 @@ class CheatingSolver(SolverDaemon):
             raise ConfigError(f"unknown cheat {cheat!r} (have: {', '.join(sorted(ALL_CHEATS))})")
         super().__init__(config, records_dir, device)
         self.cheat = cheat
+        if cheat == "flipped_bit":
+            # In a dispute game it defends the work it committed: its own replay, with the bit it flipped.
+            self.games.flip_for = self._flip_of
+
+    def _flip_of(self, unit: Unit) -> Flip:
+        from gensyn_py.sim.cheats import bit_flip
+
+        return bit_flip(self.content.spec(unit.job_id), self.content.dataset(unit.job_id), unit.round, unit.shard)
 
     def train_unit(self, unit: Unit, epoch: int, spec: JobSpec, dataset: Dataset,
                    weights: Mapping[str, torch.Tensor] | None) -> UnitCommitment:

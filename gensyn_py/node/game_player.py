@@ -1,0 +1,274 @@
+"""A role daemon's play in the dispute game (`contracts/SegmentGame.sol`, `contracts/StepGame.sol`).
+
+The solver defends its units; the validator or challenger that disputed one attacks. A node learns of a game
+from the pool's `UnitDisputed` (when `resolverOf(unit)` is the game and it is the unit's solver or the dispute's
+opener), follows it in its state store, and on every tick makes whatever move is its to make, or, when the
+other side's clock ran out, times it out, and settles a decided step game. Nobody acts by hand.
+
+Every move is a pure function of the chain's state and this side's own replay of the disputed segment
+(`proof/segment_side.py`: rebuilt from the committed start checkpoint when first needed, so a daemon
+killed mid-game and restarted picks the game up from the chain). What the step game revealed (the op opened,
+the children posted, the chunk, the dot element) is read back from the game's events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from gensyn_py.chain.bisection import next_move
+from gensyn_py.errors import ContractRevert
+from gensyn_py.proof.descent import RevealedChunk, sibling_path
+from gensyn_py.proof.onchain_trace import OpOpening
+from gensyn_py.proof.step_side import CONTEST, StepSide
+
+if TYPE_CHECKING:
+    from gensyn_py.chain.events import EventRecord
+    from gensyn_py.node.role import NodeDaemon
+    from gensyn_py.proof.segment_side import Flip, SegmentSide
+    from gensyn_py.proof.step_table import StepTable
+    from gensyn_py.types import Unit
+
+# ISegmentGame.Stage
+OPEN_SEGMENT, CONTEST_STAGE, STEPS, REVEAL, BIND, STEP, DECIDED = range(1, 8)
+# IStepGame.Stage
+OPS, OPEN_OP, REFUTE, DESCEND, REVEAL_CHUNK, DOT_ANSWER, DOT_CHALLENGE, DOT_BISECT, DOT_STEP = range(1, 10)
+STEP_DECIDED = 12
+# A move that lost a race (the other side or a keeper moved first, or time ran out): look again next tick.
+RACES = frozenset({"NotYourTurn", "WrongStage", "ClockRunning", "ClockExpired", "BisectionDone", "StepGameRunning"})
+
+FlipFor = Callable[["Unit"], "Flip | None"]
+
+
+class GamePlayer:
+    """Plays `node`'s side of every game it is party to. `flip_for` (a cheating solver, in the simulator) gives the
+    cheat the node committed for a unit, so that it defends its own work."""
+
+    def __init__(self, node: NodeDaemon, flip_for: FlipFor | None = None) -> None:
+        self.node = node
+        names = node.protocol.names
+        self.game = node.protocol.bind("SegmentGame", node.sender) if "SegmentGame" in names else None
+        self.steps = node.protocol.bind("StepGame", node.sender) if "StepGame" in names else None
+        self.flip_for = flip_for
+        self._sides: dict[int, SegmentSide] = {}
+        self._tables: dict[int, StepTable] = {}
+        self._stuck: set[tuple[int, int, int]] = set()  # (dispute, stage, lo) where this side has no legal move
+
+    def handlers(self) -> dict[str, Callable[[EventRecord], None]]:
+        return {"UnitDisputed": self._note}
+
+    def _note(self, record: EventRecord) -> None:
+        if self.game is None:
+            return
+        unit_id, did = int(record.args["unitId"]), int(record.args["disputeId"])
+        if self.node.pool.call("resolverOf", unit_id) != self.game.address:
+            return  # the committee's
+        unit = self.node.view.unit(unit_id)
+        if self.node.address in (unit.solver, record.args["opener"]):
+            self.node.follow("game", did, {"unit": unit_id, "segment": int(record.args["segmentIndex"])})
+            self.node.log.info("game.followed", dispute=did, unit=unit_id, segment=int(record.args["segmentIndex"]))
+
+    def tick(self) -> None:
+        for did, info in self.node.followed("game"):
+            if self.node.stopping:
+                return
+            unit = self.node.view.unit(int(info["unit"]))
+            self.node.isolated(unit.job_id, unit.unit_id, partial(self._play, did, unit))
+
+    # ---- the segment game ----
+
+    def _play(self, did: int, unit: Unit) -> None:
+        assert self.game is not None
+        stage, _, segment, gid, winner = self.game.call("disputeOf", did)
+        if stage == DECIDED:
+            self.node.unfollow("game", did)
+            self._sides.pop(did, None)
+            self.node.log.info("game.decided", dispute=did, unit=unit.unit_id, won=winner == self.node.address)
+            return
+        if stage == STEP:
+            return self._play_step(did, unit, int(segment), int(gid))
+        mover, due = self.game.call("deadline", did)
+        if mover != self.node.address:
+            if self.node.view.now() > due:
+                self._send("timeout", self.game, "timeout", did)
+            return
+        lo = int(self.game.call("stepsOf", did)[0])
+        if (did, stage, lo) in self._stuck:
+            return
+        side = self._side(did, unit, int(segment))
+        if stage == OPEN_SEGMENT:
+            _, manifest = self.node.content.committed(unit)
+            j = int(segment)
+            leaf = (manifest.state_hashes[j], manifest.state_hashes[j + 1], manifest.transcript_commits[j])
+            self._move(did, stage, lo, "openSegment", *leaf, manifest.proof(j))
+        elif stage == CONTEST_STAGE:
+            self._move(did, stage, lo, "contest", *side.contest())
+        elif stage == STEPS:
+            _, hi, *_ = self.game.call("stepsOf", did)
+            pending, root = self.game.call("pendingOf", did)
+            m = side.move(lo, int(hi), root if pending else None)
+            self._move(did, stage, lo, "moveSteps", m.at_pending, m.at_next)
+        elif stage == REVEAL:
+            self._move(did, stage, lo, "revealStep", side.reveal(lo))
+        elif stage == BIND:
+            self._move(did, stage, lo, "playStep", side.step_side(lo).root)
+
+    def _move(self, did: int, stage: int, lo: int, fn: str, *args: Any) -> None:
+        assert self.game is not None
+        try:
+            receipt = self.game.transact(fn, did, *args)
+        except ContractRevert as e:
+            if e.name in RACES:
+                return
+            # No legal move: this side's own work does not hold (a cheat it cannot defend). Its clock will run out.
+            self._stuck.add((did, stage, lo))
+            self.node.log.warning("game.no_move", dispute=did, move=fn, reason=e.name)
+            return
+        self.node.log.info("game.move", dispute=did, move=fn, step=lo, gas=int(receipt["gasUsed"]))
+
+    def _side(self, did: int, unit: Unit, segment: int) -> SegmentSide:
+        """This side's replay of the disputed segment, from the committed start checkpoint."""
+        side = self._sides.get(did)
+        if side is None:
+            from gensyn_py.proof.replay import trainer_at_checkpoint
+            from gensyn_py.proof.segment_side import SegmentSide
+            from gensyn_py.proof.step_table import step_table
+
+            content = self.node.content
+            spec, dataset = content.spec(unit.job_id), content.dataset(unit.job_id)
+            if unit.job_id not in self._tables:
+                self._tables[unit.job_id] = step_table(spec, dataset)
+            _, m = content.committed(unit)
+            trainer = trainer_at_checkpoint(spec, dataset, self.node.store, m, segment, "cpu",
+                                            content.start_weights(unit.job_id, unit.round))
+            flip = self.flip_for(unit) if self.flip_for is not None else None
+            side = self._sides[did] = SegmentSide(trainer, self._tables[unit.job_id], flip)
+            self.node.log.info("game.replayed", dispute=did, unit=unit.unit_id, segment=segment)
+        return side
+
+    # ---- the step game ----
+
+    def _play_step(self, did: int, unit: Unit, segment: int, gid: int) -> None:
+        assert self.game is not None and self.steps is not None
+        decided, _ = self.steps.call("resultOf", gid)
+        if decided:
+            self._send("settle", self.game, "settle", did)
+            return
+        stage, lo, hi, agreed, mine, _ = self.steps.call("gameOf", gid)
+        mover, due = self.steps.call("deadline", gid)
+        if mover != self.node.address:
+            if self.node.view.now() > due:
+                self._send("step_timeout", self.steps, "timeout", gid)
+            return
+        if (did, 100 + stage, int(lo)) in self._stuck:
+            return
+        t = int(self.game.call("stepsOf", did)[0])
+        side = self._side(did, unit, segment).step_side(t)
+        fn, args = self._step_move(gid, int(stage), int(lo), int(hi), agreed, mine, side)
+        if fn is None:
+            self._stuck.add((did, 100 + stage, int(lo)))
+            self.node.log.warning("game.no_step_move", dispute=did, game=gid, stage=int(stage))
+            return
+        try:
+            receipt = self.steps.transact(fn, gid, *args)
+        except ContractRevert as e:
+            if e.name in RACES:
+                return
+            self._stuck.add((did, 100 + stage, int(lo)))
+            self.node.log.warning("game.no_step_move", dispute=did, game=gid, move=fn, reason=e.name)
+            return
+        self.node.log.info("game.step_move", dispute=did, game=gid, move=fn, gas=int(receipt["gasUsed"]))
+
+    def _step_move(self, gid: int, stage: int, lo: int, hi: int, agreed: bytes, mine: bytes,
+                   side: StepSide) -> tuple[str | None, tuple[Any, ...]]:
+        """This side's move at `stage` of step game `gid`: (function, arguments after the game id)."""
+        assert self.steps is not None
+        if stage == OPS:
+            is_pending, root = self.steps.call("pendingOf", gid)
+            m = side.move(lo, hi, root if is_pending else None)
+            return "moveOps", (m.at_pending, m.at_next)
+        if stage == OPEN_OP:
+            return "openOp", (side.open_op(lo).as_arg(), side.reveal_output(lo))
+        opened = self._opened(gid)
+        i = opened.index
+        if stage in (REFUTE, DESCEND):
+            chunk = self._last(gid, "ChunkRevealed")
+            if stage == REFUTE and chunk is not None:
+                r = side.refute_chunk(opened, self._revealed(gid, chunk))
+            elif stage == REFUTE:
+                r = side.refutation(opened)
+            else:
+                r = CONTEST
+            if r is None:
+                return None, ()
+            if r == CONTEST:
+                level, index, _, left, right = self.steps.call("descentOf", gid)
+                return "descend", tuple(side.descend(i, int(level), int(index), (left, right)))
+            return r.function, tuple(r.args)
+        if stage == REVEAL_CHUNK:
+            _, index, _, _, _ = self.steps.call("descentOf", gid)
+            return "revealChunk", (side.chunk(i, int(index)),)
+        element = int(self._last(gid, "DotChallenged")["element"])  # type: ignore[index]
+        if stage == DOT_ANSWER:
+            nf = side.non_finite(i, element)
+            return ("declareNonFinite", nf) if nf is not None else ("answerDot", side.dot_answer(i, element))
+        if stage == DOT_BISECT:
+            is_pending, root = self.steps.call("pendingOf", gid)
+            m = next_move(lo, hi, root if is_pending else None, side.dot_positions(i, element))
+            return "moveDot", (m.at_pending, m.at_next)
+        if stage == DOT_STEP:
+            answer = self._last(gid, "DotAnswered")
+            assert answer is not None
+            prev, cur = (int.from_bytes(w, "big", signed=True) for w in (agreed, mine))
+            return "refuteDotStep", (side.dot_step(opened, element, lo, prev, cur,
+                                                   (int(answer["blockA"]), int(answer["blockB"]))),)
+        return None, ()  # a row's witness stages and a block challenge: not played by the daemons yet
+
+    def _logs(self, gid: int, event: str, **match: Any) -> list[dict[str, Any]]:
+        assert self.steps is not None
+        contract = self.node.protocol["StepGame"]
+        logs = getattr(contract.events, event)().get_logs(
+            from_block=int(self.node.protocol.deployment.get("block", 0)),
+            argument_filters={"gameId": gid, **match})
+        return [dict(e["args"]) for e in logs]
+
+    def _last(self, gid: int, event: str) -> dict[str, Any] | None:
+        logs = self._logs(gid, event)
+        return logs[-1] if logs else None
+
+    def _opened(self, gid: int) -> OpOpening:
+        op = self._last(gid, "OpOpened")
+        assert op is not None, f"step game {gid} has no opened op"
+        o = op["op"]  # a struct: a mapping by field name, or a tuple in field order
+
+        def field(x: Any, name: str, n: int) -> Any:
+            return x[name] if isinstance(x, Mapping) else x[n]
+
+        inputs = tuple((int(field(x, "id", 0)), bytes(field(x, "root", 1))) for x in field(o, "inputs", 3))
+        return OpOpening(int(field(o, "index", 0)), bytes(field(o, "codeHash", 1)), bytes(field(o, "attrsHash", 2)),
+                         inputs, bytes(field(o, "outputRoot", 4)), tuple(bytes(p) for p in field(o, "proof", 5)))
+
+    def _revealed(self, gid: int, chunk: dict[str, Any]) -> RevealedChunk:
+        """The chunk the claimant revealed, with its path from the children the claimant posted."""
+        assert self.steps is not None
+        _, _, chunks, _, _ = self.steps.call("descentOf", gid)
+        solver = self._claimant(gid)
+        posted = {(int(e["level"]), int(e["index"])): (bytes(e["left"]), bytes(e["right"]))
+                  for e in self._logs(gid, "Children", mover=solver)}
+        index = int(chunk["index"])
+        return RevealedChunk(index, bytes(chunk["chunk"]), sibling_path(posted, index, int(chunks)))
+
+    def _claimant(self, gid: int) -> str:
+        opened = self._logs(gid, "GameOpened")
+        return str(opened[0]["claimant"])
+
+    def _send(self, what: str, contract: Any, fn: str, *args: Any) -> None:
+        """A keeper's call (a timeout, a settlement): losing the race to the other side or a keeper is expected."""
+        try:
+            contract.transact(fn, *args)
+        except ContractRevert as e:
+            if e.name in RACES or e.name in ("UnknownGame", "DisputeClosed"):
+                return
+            raise
+        self.node.log.info("game.keeper", call=what, args=list(args))
