@@ -33,10 +33,11 @@ E18 = 10**18
                    "Default: a local store in the work directory, or GENSYN_STORE when set.")
 @click.pass_obj
 def demo(settings: Settings, keep: Path | None, store: str | None) -> None:
-    """Start anvil and 5 role daemons, settle a 2x2 training job, catch a cheater, print what happened."""
+    """Start anvil and 6 role daemons, settle a 2x2 training job, convict a repro cheater by the dispute game and
+    an exact one by the committee, print what happened."""
     from gensyn_py.devnet.compiler import compile_detailed
     from gensyn_py.sim.demo import DemoMarket
-    from gensyn_py.sim.localnet import LocalNetwork
+    from gensyn_py.sim.localnet import LOCAL_PARAMS, LocalNetwork
 
     console = Console()  # its width; the report lays itself out to fit (see `actors_view`)
     started = time.perf_counter()
@@ -44,7 +45,9 @@ def demo(settings: Settings, keep: Path | None, store: str | None) -> None:
     with console.status("compiling contracts…"):
         compiled = compile_detailed()
     console.print(f"[bold]contracts[/] compiled with {compiled.compiler}{' (cached)' if compiled.cached else ''}")
-    net = LocalNetwork(workdir, store=store or os.environ.get("GENSYN_STORE"))
+    # The pool hands a repro unit's dispute to the dispute game, which the daemons play; exact units keep the committee.
+    net = LocalNetwork(workdir, params={**LOCAL_PARAMS, "disputeGame": 1},
+                       store=store or os.environ.get("GENSYN_STORE"))
     explorer: ExplorerServer | None = None
     result: DemoResult | None = None
     try:
@@ -91,8 +94,16 @@ def report(console: Console, result: DemoResult, wall: float, workdir: Path) -> 
     console.rule("what happened")
     console.print(f"job {result.honest_job} (2 rounds x 2 shards): held-out accuracy of the downloaded model "
                   f"[bold]{result.accuracy:.1%}[/] (target {ACCURACY_TARGET:.0%})")
-    console.print(f"job {result.cheat_job}: the cheating solver was caught by {result.fraud_detected_by} and lost "
+    console.print(f"job {result.cheat_job} (repro): the cheating solver was caught by {result.fraud_detected_by}; the "
+                  f"dispute game {result.game_ended or 'decided it'}; the contract alone convicted it and it lost "
                   f"[bold red]{result.cheater_slashed / E18:,.0f}[/] tokens of stake; the unit was redone honestly")
+    if result.game_moves:
+        console.print("  game moves (gas): " + ", ".join(
+            f"{who} {n} ({result.game_gas.get(who, 0):,})" for who, n in sorted(result.game_moves.items())))
+    if result.committee_job:
+        console.print(f"job {result.committee_job} (exact): the committee voted fraud; the cheater lost "
+                      f"[bold red]{result.committee_slashed / E18:,.0f}[/] tokens of stake; the unit was redone "
+                      f"honestly")
     console.print(actors_view(console, result))
     total_gas = sum(g for _, g in result.gas.values())
     s = result.seconds

@@ -54,6 +54,7 @@ class GamePlayer:
         self._sides: dict[int, SegmentSide] = {}
         self._tables: dict[int, StepTable] = {}
         self._stuck: set[tuple[int, int, int]] = set()  # (dispute, stage, lo) where this side has no legal move
+        self._at = 0  # the block the decision being made reads
 
     def handlers(self) -> dict[str, Callable[[EventRecord], None]]:
         return {"UnitDisputed": self._note}
@@ -80,20 +81,23 @@ class GamePlayer:
 
     def _play(self, did: int, unit: Unit) -> None:
         assert self.game is not None
-        stage, _, segment, gid, winner = self.game.call("disputeOf", did)
+        # INVARIANT: one decision reads one block: a view read after the other side's move and one read before it
+        # would make a move for an interval that no longer is (and the contract would take it as a disagreement).
+        at = self._at = int(self.node.protocol.w3.eth.block_number)
+        stage, _, segment, gid, winner = self.game.call("disputeOf", did, block=at)
         if stage == DECIDED:
             self.node.unfollow("game", did)
             self._sides.pop(did, None)
             self.node.log.info("game.decided", dispute=did, unit=unit.unit_id, won=winner == self.node.address)
             return
         if stage == STEP:
-            return self._play_step(did, unit, int(segment), int(gid))
-        mover, due = self.game.call("deadline", did)
+            return self._play_step(did, unit, int(segment), int(gid), at)
+        mover, due = self.game.call("deadline", did, block=at)
         if mover != self.node.address:
             if self.node.view.now() > due:
                 self._send("timeout", self.game, "timeout", did)
             return
-        lo = int(self.game.call("stepsOf", did)[0])
+        lo = int(self.game.call("stepsOf", did, block=at)[0])
         if (did, stage, lo) in self._stuck:
             return
         side = self._side(did, unit, int(segment))
@@ -105,8 +109,8 @@ class GamePlayer:
         elif stage == CONTEST_STAGE:
             self._move(did, stage, lo, "contest", *side.contest())
         elif stage == STEPS:
-            _, hi, *_ = self.game.call("stepsOf", did)
-            pending, root = self.game.call("pendingOf", did)
+            _, hi, *_ = self.game.call("stepsOf", did, block=at)
+            pending, root = self.game.call("pendingOf", did, block=at)
             m = side.move(lo, int(hi), root if pending else None)
             self._move(did, stage, lo, "moveSteps", m.at_pending, m.at_next)
         elif stage == REVEAL:
@@ -149,23 +153,23 @@ class GamePlayer:
 
     # ---- the step game ----
 
-    def _play_step(self, did: int, unit: Unit, segment: int, gid: int) -> None:
+    def _play_step(self, did: int, unit: Unit, segment: int, gid: int, at: int) -> None:
         assert self.game is not None and self.steps is not None
-        decided, _ = self.steps.call("resultOf", gid)
+        decided, _ = self.steps.call("resultOf", gid, block=at)
         if decided:
             self._send("settle", self.game, "settle", did)
             return
-        stage, lo, hi, agreed, mine, _ = self.steps.call("gameOf", gid)
-        mover, due = self.steps.call("deadline", gid)
+        stage, lo, hi, agreed, mine, _ = self.steps.call("gameOf", gid, block=at)
+        mover, due = self.steps.call("deadline", gid, block=at)
         if mover != self.node.address:
             if self.node.view.now() > due:
                 self._send("step_timeout", self.steps, "timeout", gid)
             return
         if (did, 100 + stage, int(lo)) in self._stuck:
             return
-        t = int(self.game.call("stepsOf", did)[0])
+        t = int(self.game.call("stepsOf", did, block=at)[0])
         side = self._side(did, unit, segment).step_side(t)
-        fn, args = self._step_move(gid, int(stage), int(lo), int(hi), agreed, mine, side)
+        fn, args = self._step_move(gid, int(stage), int(lo), int(hi), agreed, mine, side, at)
         if fn is None:
             self._stuck.add((did, 100 + stage, int(lo)))
             self.node.log.warning("game.no_step_move", dispute=did, game=gid, stage=int(stage))
@@ -181,11 +185,12 @@ class GamePlayer:
         self.node.log.info("game.step_move", dispute=did, game=gid, move=fn, gas=int(receipt["gasUsed"]))
 
     def _step_move(self, gid: int, stage: int, lo: int, hi: int, agreed: bytes, mine: bytes,
-                   side: StepSide) -> tuple[str | None, tuple[Any, ...]]:
-        """This side's move at `stage` of step game `gid`: (function, arguments after the game id)."""
+                   side: StepSide, at: int) -> tuple[str | None, tuple[Any, ...]]:
+        """This side's move at `stage` of step game `gid`, from the chain as of block `at`: (function, arguments
+        after the game id)."""
         assert self.steps is not None
         if stage == OPS:
-            is_pending, root = self.steps.call("pendingOf", gid)
+            is_pending, root = self.steps.call("pendingOf", gid, block=at)
             m = side.move(lo, hi, root if is_pending else None)
             return "moveOps", (m.at_pending, m.at_next)
         if stage == OPEN_OP:
@@ -203,18 +208,18 @@ class GamePlayer:
             if r is None:
                 return None, ()
             if r == CONTEST:
-                level, index, _, left, right = self.steps.call("descentOf", gid)
+                level, index, _, left, right = self.steps.call("descentOf", gid, block=at)
                 return "descend", tuple(side.descend(i, int(level), int(index), (left, right)))
             return r.function, tuple(r.args)
         if stage == REVEAL_CHUNK:
-            _, index, _, _, _ = self.steps.call("descentOf", gid)
+            _, index, _, _, _ = self.steps.call("descentOf", gid, block=at)
             return "revealChunk", (side.chunk(i, int(index)),)
         element = int(self._last(gid, "DotChallenged")["element"])  # type: ignore[index]
         if stage == DOT_ANSWER:
             nf = side.non_finite(i, element)
             return ("declareNonFinite", nf) if nf is not None else ("answerDot", side.dot_answer(i, element))
         if stage == DOT_BISECT:
-            is_pending, root = self.steps.call("pendingOf", gid)
+            is_pending, root = self.steps.call("pendingOf", gid, block=at)
             m = next_move(lo, hi, root if is_pending else None, side.dot_positions(i, element))
             return "moveDot", (m.at_pending, m.at_next)
         if stage == DOT_STEP:
@@ -229,7 +234,7 @@ class GamePlayer:
         assert self.steps is not None
         contract = self.node.protocol["StepGame"]
         logs = getattr(contract.events, event)().get_logs(
-            from_block=int(self.node.protocol.deployment.get("block", 0)),
+            from_block=int(self.node.protocol.deployment.get("block", 0)), to_block=self._at,
             argument_filters={"gameId": gid, **match})
         return [dict(e["args"]) for e in logs]
 
@@ -252,7 +257,7 @@ class GamePlayer:
     def _revealed(self, gid: int, chunk: dict[str, Any]) -> RevealedChunk:
         """The chunk the claimant revealed, with its path from the children the claimant posted."""
         assert self.steps is not None
-        _, _, chunks, _, _ = self.steps.call("descentOf", gid)
+        _, _, chunks, _, _ = self.steps.call("descentOf", gid, block=self._at)
         solver = self._claimant(gid)
         posted = {(int(e["level"]), int(e["index"])): (bytes(e["left"]), bytes(e["right"]))
                   for e in self._logs(gid, "Children", mover=solver)}

@@ -252,11 +252,13 @@ class _FlippingTrainer(Trainer):
 
 
 def flipped_bit(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
-                shard: int) -> UnitCommitment:
+                shard: int, solver: str | None = None) -> UnitCommitment:
     """Flips one bit of one op's output in one step of the faked segment and trains on from the flipped state: a
-    repro unit's smallest cheat, which the dispute game narrows to that op."""
+    repro unit's smallest cheat, which the dispute game narrows to that op. With `solver` its transcripts are bound
+    to the committing address as an honest solver's are, so that only the faked segment differs from a replay."""
     flip = bit_flip(spec, dataset, round_, shard)
-    return commit_segments(_FlippingTrainer(flip, spec, dataset, round_, shard, "cpu"), store, job_id)
+    return commit_segments(_FlippingTrainer(flip, spec, dataset, round_, shard, "cpu"), store, job_id,
+                           solver=solver)
 
 
 CHEATS: dict[str, Solve] = {

@@ -5,10 +5,17 @@
 2. a requester submits a 2-round x 2-shard digits classifier job; rounds
    advance through aggregation units on their own; the final model is
    downloaded, checked against the on-chain hash, and scored on held-out digits;
-3. solver-1 goes offline, solver-2 restarts dishonest (it trains with twice
-   the learning rate and commits under the real spec) and takes a 1x1 job;
-   the validators' replays reject it, the committee votes fraud, its stake is
-   slashed; solver-1 comes back and finishes the reopened unit honestly.
+3. a `repro` cheater convicted by the contract alone: solver-1 goes offline,
+   solver-2 restarts dishonest (it flips one bit of one op's output in one
+   step and trains on) and takes a 1x1 job; the validator whose replay
+   rejects it opens a dispute, which the pool hands to the dispute game; the
+   two daemons play it move by move down to that one element, the contract
+   recomputes it and slashes solver-2; solver-1 comes back and finishes the
+   reopened unit honestly;
+4. an `exact` cheater convicted by the committee: solver-1 goes offline again,
+   solver-3 starts dishonest (twice the learning rate) and takes a 1x1 `exact`
+   job; the replays reject it, the committee (validator-3) votes fraud, its
+   stake is slashed; solver-1 finishes the unit.
 """
 
 from __future__ import annotations
@@ -42,6 +49,12 @@ class DemoResult:
     gas: dict[str, tuple[int, int]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     fraud_detected_by: str = ""
+    # the dispute game (the repro cheat): moves and gas of each side, and where it ended
+    game_moves: dict[str, int] = field(default_factory=dict)
+    game_gas: dict[str, int] = field(default_factory=dict)
+    game_ended: str = ""
+    committee_job: int = 0
+    committee_slashed: int = 0
 
 
 class DemoMarket:
@@ -70,6 +83,7 @@ class DemoMarket:
         self.result.before = holdings(self.protocol, self.actors)
         self.result.accuracy, self.result.honest_job = self.honest_job()
         self.result.cheat_job = self.cheating_job()
+        self.result.committee_job = self.committee_job()
         self.refund()
         self.result.after = holdings(self.protocol, self.actors)
         taken = slashes(self.protocol, first_block)
@@ -104,26 +118,85 @@ class DemoMarket:
     def cheating_job(self) -> int:
         from gensyn_py.train.data import digits
 
-        self.report("solver-1 goes offline; solver-2 restarts dishonest (twice the learning rate, real spec claimed)")
+        self.report("solver-1 goes offline; solver-2 restarts dishonest: in one step of its unit it flips one bit of "
+                    "one op's output, and trains on from there")
         self.net.kill("solver-1", sig=15)
-        self.net.restart("solver-2", "--cheat", "wrong_lr")
+        self.net.restart("solver-2", "--cheat", "flipped_bit")
         train, _ = digits(image=False)
+        start = int(self.net.w3.eth.block_number)
         job = self.submit(train, rounds=1, shards=1, steps=100, seed=7)
         unit_id = self.view.unit_ids(job)[0]
         wait_until(lambda: self.view.unit(unit_id).status is UnitStatus.DISPUTED, 180,
                    "the cheater's unit to be disputed", on_wait=lambda: self._show(job))
         opener = self._dispute_opener(unit_id)
         self.result.fraud_detected_by = opener
-        self.report(f"  {opener} replayed its segment, found a different result and opened a dispute")
-        wait_until(lambda: self.view.unit(unit_id).status in (UnitStatus.OPEN, UnitStatus.ASSIGNED,
-                                                              UnitStatus.COMMITTED), 120,
-                   "the committee's decision", on_wait=lambda: self._show(job))
+        self.report(f"  {opener} replayed its segment, found a different result and opened a dispute: the pool hands "
+                    f"a repro unit's dispute to the dispute game, which the two daemons play on their own")
+        game = self.protocol["SegmentGame"]
+        wait_until(lambda: game.events.GameDecided().get_logs(from_block=start) or None, 240,
+                   "the dispute game's decision", on_wait=lambda: self._show(job))
+        self._game_report(start)
         registry = self.protocol.registry()
         cheater = self.actors["solver-2"]
         self.result.cheater_slashed = 1_000 * E18 - registry.bonded_of(cheater)
         jailed = registry.is_jailed(cheater)
-        self.report(f"  committee voted fraud: solver-2 lost {self.result.cheater_slashed / E18:,.0f} tokens of stake"
-                    f"{' and is jailed' if jailed else ''}; the unit reopened")
+        self.report(f"  the contract convicted solver-2: it lost {self.result.cheater_slashed / E18:,.0f} tokens of "
+                    f"stake{' and is jailed' if jailed else ''}; the unit reopened")
+        self.report("solver-1 comes back online and takes the reopened unit")
+        self.net.restart("solver-1")
+        self.follow(job, 180)
+        return job
+
+    def _game_report(self, start: int) -> None:
+        """Who made how many moves of the game, at what gas, and what the contract recomputed."""
+        names = {a: n for n, a in self.actors.items()}
+        w3 = self.net.w3
+        games = {self.protocol["SegmentGame"].address.lower(), self.protocol["StepGame"].address.lower()}
+        for number in range(start, int(w3.eth.block_number) + 1):
+            txs: list[Any] = list(w3.eth.get_block(number, full_transactions=True)["transactions"])
+            for tx in txs:
+                if str(tx.get("to") or "").lower() in games:
+                    who = names.get(str(tx["from"]), str(tx["from"]))
+                    gas = int(w3.eth.get_transaction_receipt(tx["hash"])["gasUsed"])
+                    self.result.game_moves[who] = self.result.game_moves.get(who, 0) + 1
+                    self.result.game_gas[who] = self.result.game_gas.get(who, 0) + gas
+        step = self.protocol["StepGame"].events.GameDecided().get_logs(from_block=start)
+        narrowed = self.protocol["StepGame"].events.OpNarrowed().get_logs(from_block=start)
+        steps = self.protocol["SegmentGame"].events.StepNarrowed().get_logs(from_block=start)
+        reasons = ("a timeout", "the program", "an input root", "a named input", "recomputing one element",
+                   "a block exponent", "one multiply-add", "a non-finite dot", "a copied element", "a row maximum")
+        why = reasons[int(step[-1]["args"]["reason"])] if step else "a timeout"
+        where = (f"unit step {steps[-1]['args']['unitStep']}, op {narrowed[-1]['args']['op']}"
+                 if steps and narrowed else "its segment")
+        self.result.game_ended = f"narrowed to {where}, decided by {why}"
+        for who in sorted(self.result.game_moves):
+            self.report(f"  {who}: {self.result.game_moves[who]} moves, {self.result.game_gas[who]:,} gas")
+        self.report(f"  the game {self.result.game_ended}")
+
+    def committee_job(self) -> int:
+        from gensyn_py.sim.market import NodeSpec
+        from gensyn_py.train.data import digits
+
+        self.report("an exact-mode job goes to the committee: solver-1 goes offline again; solver-3 starts "
+                    "dishonest (twice the learning rate, real spec claimed)")
+        self.net.kill("solver-1", sig=15)
+        self.market.start_nodes([NodeSpec("solver-3", "solver", 8, ("--price", "5"))])
+        self.actors["solver-3"] = self.market.actors["solver-3"]
+        self.net.restart("solver-3", "--cheat", "wrong_lr")
+        train, _ = digits(image=False)
+        job = self.submit(train, rounds=1, shards=1, steps=100, seed=11, mode="exact")
+        unit_id = self.view.unit_ids(job)[0]
+        wait_until(lambda: self.view.unit(unit_id).status is UnitStatus.DISPUTED, 180,
+                   "the cheater's exact unit to be disputed", on_wait=lambda: self._show(job))
+        self.report(f"  {self._dispute_opener(unit_id)} replayed its segment on the same replay class, found a "
+                    f"different result and opened a dispute: an exact unit goes to the committee")
+        wait_until(lambda: self.view.unit(unit_id).status in (UnitStatus.OPEN, UnitStatus.ASSIGNED,
+                                                              UnitStatus.COMMITTED), 120,
+                   "the committee's decision", on_wait=lambda: self._show(job))
+        cheater = self.actors["solver-3"]
+        self.result.committee_slashed = 1_000 * E18 - self.protocol.registry().bonded_of(cheater)
+        self.report(f"  the committee voted fraud: solver-3 lost {self.result.committee_slashed / E18:,.0f} tokens "
+                    f"of stake; the unit reopened")
         self.report("solver-1 comes back online and takes the reopened unit")
         self.net.restart("solver-1")
         self.follow(job, 180)
@@ -138,10 +211,10 @@ class DemoMarket:
         amount = claim_credit(self.market.requester)
         self.report(f"requester withdrew {amount / E18:,.2f} tokens of unspent budget")
 
-    def submit(self, train: Any, rounds: int, shards: int, steps: int, seed: int) -> int:
-        spec = digits_job_spec(self.market.put_dataset(train), rounds, shards, steps, seed)
+    def submit(self, train: Any, rounds: int, shards: int, steps: int, seed: int, mode: str = "repro") -> int:
+        spec = {**digits_job_spec(self.market.put_dataset(train), rounds, shards, steps, seed), "mode": mode}
         submitted = self.market.submit(spec)
-        self.report(f"requester submitted job {submitted.job_id}: {rounds} round(s) x {shards} shard(s), "
+        self.report(f"requester submitted job {submitted.job_id} ({mode}): {rounds} round(s) x {shards} shard(s), "
                     f"{steps} steps per unit, {submitted.escrow / E18:,.0f} tokens escrowed")
         return submitted.job_id
 

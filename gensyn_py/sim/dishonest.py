@@ -18,7 +18,7 @@ from gensyn_py.node.role import NodeConfig
 from gensyn_py.node.solver import SolverDaemon
 from gensyn_py.node.validator import ValidatorDaemon
 from gensyn_py.proof.replay import Verdict
-from gensyn_py.sim.cheats import CHEATS, WITHHOLDING
+from gensyn_py.sim.cheats import CHEATS, WITHHOLDING, flipped_bit
 
 ALL_CHEATS = {**CHEATS, **WITHHOLDING}
 
@@ -52,6 +52,8 @@ class CheatingSolver(SolverDaemon):
     def train_unit(self, unit: Unit, epoch: int, spec: JobSpec, dataset: Dataset,
                    weights: Mapping[str, torch.Tensor] | None) -> UnitCommitment:
         self.log.warning("unit.cheating", unit=unit.unit_id, cheat=self.cheat)
+        if self.cheat == "flipped_bit":  # the one cheat that differs from a replay only where it cheated
+            return flipped_bit(spec, dataset, self.store, unit.job_id, unit.round, unit.shard, solver=self.address)
         return ALL_CHEATS[self.cheat](spec, dataset, self.store, unit.job_id, unit.round, unit.shard)
 
 
