@@ -27,6 +27,8 @@ from gensyn_py.chain.events import Cursor, EventReader
 from gensyn_py.chain.pool import TaskPool
 from gensyn_py.chain.registry import NodeRegistry
 from gensyn_py.chain.revert import ErrorDecoder
+from gensyn_py.chain.segment_game import SegmentGame
+from gensyn_py.chain.step_game import StepGame
 from gensyn_py.chain.token import GensynToken
 from gensyn_py.chain.tx import TxSender
 from gensyn_py.errors import ConfigError
@@ -128,6 +130,12 @@ class ProtocolContracts:
 
     def committee(self, sender: TxSender | None = None) -> DisputeCommittee:
         return self.typed(DisputeCommittee, sender)
+
+    def segment_game(self, sender: TxSender | None = None) -> SegmentGame:
+        return self.typed(SegmentGame, sender)
+
+    def step_game(self, sender: TxSender | None = None) -> StepGame:
+        return self.typed(StepGame, sender)
 
     def sender(self, account: LocalAccount, **kwargs: Any) -> TxSender:
         """A `TxSender` for `account` that decodes every protocol error."""

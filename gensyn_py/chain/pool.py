@@ -178,6 +178,10 @@ class TaskPool(BoundContract):
         """The unit's latest partial commitment (its manifest CID is in the `UnitPartialCommitted` event)."""
         return UnitPartial.from_abi(self.call("partialOf", unit_id, block=block))
 
+    def resolver_of(self, unit_id: int, *, block: Block = "latest") -> str:
+        """The resolver a dispute over the unit goes to: the dispute game, or the committee."""
+        return str(self.call("resolverOf", unit_id, block=block))
+
     def step_table(self, job_id: int, *, block: Block = "latest") -> tuple[bytes, int]:
         """A repro job's step table root and steps per segment (zero root: none; its disputes go to the committee)."""
         root, interval = self.call("stepTable", job_id, block=block)

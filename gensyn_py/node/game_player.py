@@ -14,7 +14,7 @@ the children posted, the chunk, the dot element) is read back from the game's ev
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from gensyn_py.chain.bisection import next_move
@@ -25,6 +25,8 @@ from gensyn_py.proof.step_side import CONTEST, StepSide
 
 if TYPE_CHECKING:
     from gensyn_py.chain.events import EventRecord
+    from gensyn_py.chain.segment_game import SegmentGame
+    from gensyn_py.chain.step_game import StepGame
     from gensyn_py.node.role import NodeDaemon
     from gensyn_py.proof.segment_side import Flip, SegmentSide
     from gensyn_py.proof.step_table import StepTable
@@ -47,14 +49,22 @@ class GamePlayer:
 
     def __init__(self, node: NodeDaemon, flip_for: FlipFor | None = None) -> None:
         self.node = node
-        names = node.protocol.names
-        self.game = node.protocol.bind("SegmentGame", node.sender) if "SegmentGame" in names else None
-        self.steps = node.protocol.bind("StepGame", node.sender) if "StepGame" in names else None
         self.flip_for = flip_for
         self._sides: dict[int, SegmentSide] = {}
         self._tables: dict[int, StepTable] = {}
         self._stuck: set[tuple[int, int, int]] = set()  # (dispute, stage, lo) where this side has no legal move
         self._at = 0  # the block the decision being made reads
+
+    @cached_property
+    def game(self) -> SegmentGame | None:
+        """The deployment's segment game (None on a deployment that has none)."""
+        protocol = self.node.protocol
+        return protocol.segment_game(self.node.sender) if "SegmentGame" in protocol.names else None
+
+    @cached_property
+    def steps(self) -> StepGame | None:
+        protocol = self.node.protocol
+        return protocol.step_game(self.node.sender) if "StepGame" in protocol.names else None
 
     def handlers(self) -> dict[str, Callable[[EventRecord], None]]:
         return {"UnitDisputed": self._note}
@@ -63,7 +73,7 @@ class GamePlayer:
         if self.game is None:
             return
         unit_id, did = int(record.args["unitId"]), int(record.args["disputeId"])
-        if self.node.pool.call("resolverOf", unit_id) != self.game.address:
+        if self.node.pool.resolver_of(unit_id) != self.game.address:
             return  # the committee's
         unit = self.node.view.unit(unit_id)
         if self.node.address in (unit.solver, record.args["opener"]):
@@ -84,7 +94,7 @@ class GamePlayer:
         # INVARIANT: one decision reads one block: a view read after the other side's move and one read before it
         # would make a move for an interval that no longer is (and the contract would take it as a disagreement).
         at = self._at = int(self.node.protocol.w3.eth.block_number)
-        stage, _, segment, gid, winner = self.game.call("disputeOf", did, block=at)
+        stage, _, segment, gid, winner = self.game.dispute_of(did, block=at)
         if stage == DECIDED:
             self.node.unfollow("game", did)
             self._sides.pop(did, None)
@@ -92,12 +102,12 @@ class GamePlayer:
             return
         if stage == STEP:
             return self._play_step(did, unit, int(segment), int(gid), at)
-        mover, due = self.game.call("deadline", did, block=at)
+        mover, due = self.game.deadline(did, block=at)
         if mover != self.node.address:
             if self.node.view.now() > due:
-                self._send("timeout", self.game, "timeout", did)
+                self._send("timeout", self.game.timeout, did)
             return
-        lo = int(self.game.call("stepsOf", did, block=at)[0])
+        lo = self.game.steps_of(did, block=at)[0]
         if (did, stage, lo) in self._stuck:
             return
         side = self._side(did, unit, int(segment))
@@ -109,8 +119,8 @@ class GamePlayer:
         elif stage == CONTEST_STAGE:
             self._move(did, stage, lo, "contest", *side.contest())
         elif stage == STEPS:
-            _, hi, *_ = self.game.call("stepsOf", did, block=at)
-            pending, root = self.game.call("pendingOf", did, block=at)
+            _, hi, *_ = self.game.steps_of(did, block=at)
+            pending, root = self.game.pending_of(did, block=at)
             m = side.move(lo, int(hi), root if pending else None)
             self._move(did, stage, lo, "moveSteps", m.at_pending, m.at_next)
         elif stage == REVEAL:
@@ -121,7 +131,7 @@ class GamePlayer:
     def _move(self, did: int, stage: int, lo: int, fn: str, *args: Any) -> None:
         assert self.game is not None
         try:
-            receipt = self.game.transact(fn, did, *args)
+            receipt = self.game.move(fn, did, *args)
         except ContractRevert as e:
             if e.name in RACES:
                 return
@@ -155,19 +165,19 @@ class GamePlayer:
 
     def _play_step(self, did: int, unit: Unit, segment: int, gid: int, at: int) -> None:
         assert self.game is not None and self.steps is not None
-        decided, _ = self.steps.call("resultOf", gid, block=at)
+        decided, _ = self.steps.result_of(gid, block=at)
         if decided:
-            self._send("settle", self.game, "settle", did)
+            self._send("settle", self.game.settle, did)
             return
-        stage, lo, hi, agreed, mine, _ = self.steps.call("gameOf", gid, block=at)
-        mover, due = self.steps.call("deadline", gid, block=at)
+        stage, lo, hi, agreed, mine, _ = self.steps.game_of(gid, block=at)
+        mover, due = self.steps.deadline(gid, block=at)
         if mover != self.node.address:
             if self.node.view.now() > due:
-                self._send("step_timeout", self.steps, "timeout", gid)
+                self._send("step_timeout", self.steps.timeout, gid)
             return
         if (did, 100 + stage, int(lo)) in self._stuck:
             return
-        t = int(self.game.call("stepsOf", did, block=at)[0])
+        t = self.game.steps_of(did, block=at)[0]
         side = self._side(did, unit, segment).step_side(t)
         fn, args = self._step_move(gid, int(stage), int(lo), int(hi), agreed, mine, side, at)
         if fn is None:
@@ -175,7 +185,7 @@ class GamePlayer:
             self.node.log.warning("game.no_step_move", dispute=did, game=gid, stage=int(stage))
             return
         try:
-            receipt = self.steps.transact(fn, gid, *args)
+            receipt = self.steps.move(fn, gid, *args)
         except ContractRevert as e:
             if e.name in RACES:
                 return
@@ -190,7 +200,7 @@ class GamePlayer:
         after the game id)."""
         assert self.steps is not None
         if stage == OPS:
-            is_pending, root = self.steps.call("pendingOf", gid, block=at)
+            is_pending, root = self.steps.pending_of(gid, block=at)
             m = side.move(lo, hi, root if is_pending else None)
             return "moveOps", (m.at_pending, m.at_next)
         if stage == OPEN_OP:
@@ -208,18 +218,18 @@ class GamePlayer:
             if r is None:
                 return None, ()
             if r == CONTEST:
-                level, index, _, left, right = self.steps.call("descentOf", gid, block=at)
+                level, index, _, left, right = self.steps.descent_of(gid, block=at)
                 return "descend", tuple(side.descend(i, int(level), int(index), (left, right)))
             return r.function, tuple(r.args)
         if stage == REVEAL_CHUNK:
-            _, index, _, _, _ = self.steps.call("descentOf", gid, block=at)
+            _, index, _, _, _ = self.steps.descent_of(gid, block=at)
             return "revealChunk", (side.chunk(i, int(index)),)
         element = int(self._last(gid, "DotChallenged")["element"])  # type: ignore[index]
         if stage == DOT_ANSWER:
             nf = side.non_finite(i, element)
             return ("declareNonFinite", nf) if nf is not None else ("answerDot", side.dot_answer(i, element))
         if stage == DOT_BISECT:
-            is_pending, root = self.steps.call("pendingOf", gid, block=at)
+            is_pending, root = self.steps.pending_of(gid, block=at)
             m = next_move(lo, hi, root if is_pending else None, side.dot_positions(i, element))
             return "moveDot", (m.at_pending, m.at_next)
         if stage == DOT_STEP:
@@ -257,7 +267,7 @@ class GamePlayer:
     def _revealed(self, gid: int, chunk: dict[str, Any]) -> RevealedChunk:
         """The chunk the claimant revealed, with its path from the children the claimant posted."""
         assert self.steps is not None
-        _, _, chunks, _, _ = self.steps.call("descentOf", gid, block=self._at)
+        _, _, chunks, _, _ = self.steps.descent_of(gid, block=self._at)
         solver = self._claimant(gid)
         posted = {(int(e["level"]), int(e["index"])): (bytes(e["left"]), bytes(e["right"]))
                   for e in self._logs(gid, "Children", mover=solver)}
@@ -268,10 +278,10 @@ class GamePlayer:
         opened = self._logs(gid, "GameOpened")
         return str(opened[0]["claimant"])
 
-    def _send(self, what: str, contract: Any, fn: str, *args: Any) -> None:
+    def _send(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
         """A keeper's call (a timeout, a settlement): losing the race to the other side or a keeper is expected."""
         try:
-            contract.transact(fn, *args)
+            fn(*args)
         except ContractRevert as e:
             if e.name in RACES or e.name in ("UnknownGame", "DisputeClosed"):
                 return

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, TypeVar
 
 from eth_account.signers.local import LocalAccount
@@ -94,7 +95,11 @@ class NodeDaemon(Daemon):
         self.committee = protocol.committee(self.sender)
         self.quarantine = Quarantine(config.state)
         self.gauges = StandingGauges(protocol, self.address, self.metrics)
-        self.games = GamePlayer(self)  # this node's side of the dispute games it is party to
+
+    @cached_property
+    def games(self) -> GamePlayer:
+        """This node's side of the dispute games it is party to."""
+        return GamePlayer(self)
 
     # -- joining the network -----------------------------------------------------------------
 

@@ -239,16 +239,28 @@ def bit_flip(spec: JobSpec, dataset: Dataset, round_: int, shard: int) -> Flip:
 
 
 class _FlippingTrainer(Trainer):
-    """Trains honestly but for one step, whose traced op output has one bit flipped (everything after follows)."""
+    """Trains honestly but for step `step`: in repro mode one bit of one traced op's output is flipped there (`flip`;
+    everything after follows); an exact step has no trace, so one bit of its first parameter is flipped after it."""
 
-    def __init__(self, flip: Flip, *args: object, **kw: object) -> None:
+    def __init__(self, flip: Flip | None, step: int, *args: object, **kw: object) -> None:
         super().__init__(*args, **kw)  # type: ignore[arg-type]
-        self._flip = flip
+        self._flip, self._at = flip, step
 
     def train_step(self) -> float:
+        import torch
+
         from gensyn_py.proof.segment_side import flipped_step
 
-        return flipped_step(self, self._flip) if self.step == self._flip.step else super().train_step()
+        if self.step != self._at:
+            return super().train_step()
+        if self._flip is not None:
+            return flipped_step(self, self._flip)
+        loss = super().train_step()
+        state = self.state_dict()
+        key = next(k for k in sorted(state) if k.startswith("model/"))
+        state[key].view(-1).view(torch.int32)[0] ^= 1 << 22
+        self.load_state_dict(state)
+        return loss
 
 
 def flipped_bit(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
@@ -256,8 +268,9 @@ def flipped_bit(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: in
     """Flips one bit of one op's output in one step of the faked segment and trains on from the flipped state: a
     repro unit's smallest cheat, which the dispute game narrows to that op. With `solver` its transcripts are bound
     to the committing address as an honest solver's are, so that only the faked segment differs from a replay."""
-    flip = bit_flip(spec, dataset, round_, shard)
-    return commit_segments(_FlippingTrainer(flip, spec, dataset, round_, shard, "cpu"), store, job_id,
+    step = FAKED_SEGMENT * spec.checkpoint_interval + spec.checkpoint_interval // 2
+    flip = bit_flip(spec, dataset, round_, shard) if spec.mode == "repro" else None
+    return commit_segments(_FlippingTrainer(flip, step, spec, dataset, round_, shard, "cpu"), store, job_id,
                            solver=solver)
 
 

@@ -21,6 +21,8 @@ from gensyn_py.chain.bound import BoundContract
 from gensyn_py.chain.committee import DisputeCommittee
 from gensyn_py.chain.pool import TaskPool
 from gensyn_py.chain.registry import NodeRegistry
+from gensyn_py.chain.segment_game import SegmentGame
+from gensyn_py.chain.step_game import StepGame
 from gensyn_py.chain.token import GensynToken
 from gensyn_py.types import (
     Availability,
@@ -41,7 +43,8 @@ from gensyn_py.types import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-WRAPPERS: tuple[type[BoundContract], ...] = (GensynToken, NodeRegistry, TaskPool, DisputeCommittee)
+WRAPPERS: tuple[type[BoundContract], ...] = (GensynToken, NodeRegistry, TaskPool, DisputeCommittee, SegmentGame,
+                                              StepGame)
 
 # (contract, function, "in" or "out", index of the struct parameter or None for all outputs) -> mirror
 MIRRORS: list[tuple[str, str, str, int | None, type[Struct]]] = [

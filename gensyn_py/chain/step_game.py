@@ -1,0 +1,47 @@
+"""`StepGame` (`contracts/StepGame.sol`; docs/dispute-game.md): two traces of one repro step, narrowed to one op,
+one element and one multiply-add, decided by the contract. `SegmentGame` opens it.
+
+Views take a `block` (one decision reads one block); `move` sends any move by its Solidity name (the side computes
+the arguments: `proof/step_side.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from web3.types import TxReceipt
+
+from gensyn_py.chain.bound import Block, BoundContract
+
+
+class StepGame(BoundContract):
+    NAME = "StepGame"
+
+    def move(self, fn: str, game_id: int, *args: Any) -> TxReceipt:
+        """Any move of the step game (`moveOps`, `openOp`, a refutation, `descend`, `revealChunk`, ...)."""
+        return self.transact(fn, game_id, *args)
+
+    def timeout(self, game_id: int) -> TxReceipt:
+        return self.transact("timeout", game_id)
+
+    def result_of(self, game_id: int, *, block: Block = "latest") -> tuple[bool, str]:
+        decided, winner = self.call("resultOf", game_id, block=block)
+        return bool(decided), str(winner)
+
+    def game_of(self, game_id: int, *, block: Block = "latest") -> tuple[int, int, int, bytes, bytes, bytes]:
+        """(stage, lo, hi, agreed root, claimant's root, counter's root)."""
+        stage, lo, hi, agreed, mine, theirs = self.call("gameOf", game_id, block=block)
+        return int(stage), int(lo), int(hi), bytes(agreed), bytes(mine), bytes(theirs)
+
+    def deadline(self, game_id: int, *, block: Block = "latest") -> tuple[str, int]:
+        mover, due = self.call("deadline", game_id, block=block)
+        return str(mover), int(due)
+
+    def pending_of(self, game_id: int, *, block: Block = "latest") -> tuple[bool, bytes]:
+        pending, root = self.call("pendingOf", game_id, block=block)
+        return bool(pending), bytes(root)
+
+    def descent_of(self, game_id: int, *, block: Block = "latest") -> tuple[int, int, int, bytes, bytes]:
+        """(level, index, chunks, the other side's pending left and right children)."""
+        level, index, chunks, left, right = self.call("descentOf", game_id, block=block)
+        return int(level), int(index), int(chunks), bytes(left), bytes(right)
