@@ -142,6 +142,10 @@ class DemoMarket:
         jailed = registry.is_jailed(cheater)
         self.report(f"  the contract convicted solver-2: it lost {self.result.cheater_slashed / E18:,.0f} tokens of "
                     f"stake{' and is jailed' if jailed else ''}; the unit reopened")
+        return self._redone(job)
+
+    def _redone(self, job: int) -> int:
+        """solver-1 comes back and finishes the job whose unit the convicted cheater lost."""
         self.report("solver-1 comes back online and takes the reopened unit")
         self.net.restart("solver-1")
         self.follow(job, 180)
@@ -197,10 +201,7 @@ class DemoMarket:
         self.result.committee_slashed = 1_000 * E18 - self.protocol.registry().bonded_of(cheater)
         self.report(f"  the committee voted fraud: solver-3 lost {self.result.committee_slashed / E18:,.0f} tokens "
                     f"of stake; the unit reopened")
-        self.report("solver-1 comes back online and takes the reopened unit")
-        self.net.restart("solver-1")
-        self.follow(job, 180)
-        return job
+        return self._redone(job)
 
     # -- requester ---------------------------------------------------------------------------
 
