@@ -33,8 +33,8 @@ struct StepReveal {
 ///         t -> t + 1; the claimant reveals the step's program and batch (proven in the job's step table), the
 ///         agreed state at t and its state at t + 1 entry by entry, and its trace's root with the op of every named
 ///         output opened in it: the contract checks every key of t + 1 is a named output of the program (its root
-///         that op's output), the cursor, or carried unchanged from t. The counter then plays the step game (`IStepGame`) over the two
-///         traces. The outcome reaches the pool through `ITaskPool.onDisputeResolved`.
+///         that op's output), the cursor, or carried unchanged from t. The counter then plays the step game
+///         (`IStepGame`) over the two traces. The outcome reaches the pool through `ITaskPool.onDisputeResolved`.
 interface ISegmentGame is IDisputeResolver {
     /// @notice Where a dispute stands.
     enum Stage {
