@@ -186,6 +186,8 @@ class DemoMarket:
         self.net.kill("solver-1", sig=15)
         self.market.start_nodes([NodeSpec("solver-3", "solver", 8, ("--price", "5"))])
         self.actors["solver-3"] = self.market.actors["solver-3"]
+        # Its wallet and stake from when it joined, so the closing table shows what it lost.
+        self.result.before.update(holdings(self.protocol, {"solver-3": self.actors["solver-3"]}))
         self.net.restart("solver-3", "--cheat", "wrong_lr")
         train, _ = digits(image=False)
         job = self.submit(train, rounds=1, shards=1, steps=100, seed=11, mode="exact")
