@@ -130,11 +130,9 @@ contract SegmentGame is ISegmentGame, Ownable {
         Game storage s = _at(id, Stage.Contest);
         Bisection.Game storage g = s.g;
         g.charge(msg.sender);
-        (uint64 claimantLeft, uint64 counterLeft) = (g.claimantClock, g.counterClock);
         // Position i of the bisection is the state after i steps of the segment: both agree on its start.
-        g.start(g.claimant, g.counter, Bisection.Ends(0, s.interval, s.start, g.claimantRoot, counterEnd), 0);
         // INVARIANT: one clock per side over the whole game: the bisection starts, the clocks go on.
-        (g.claimantClock, g.counterClock) = (claimantLeft, counterLeft);
+        g.restart(Bisection.Ends(0, s.interval, s.start, g.claimantRoot, counterEnd));
         s.stage = Stage.Steps;
         emit Contested(id, counterEnd, s.interval);
         if (g.done()) return _narrowed(id, s);

@@ -391,10 +391,8 @@ contract StepGame is IStepGame {
             g.counterToMove = true;
             return;
         }
-        (uint64 claimantLeft, uint64 counterLeft) = (g.claimantClock, g.counterClock);
-        g.start(g.claimant, g.counter, Bisection.Ends(0, uint64(length), bytes32(0), _word(n), _word(s.counterSum)), 0);
         // INVARIANT: a game has one clock per side: the stage restarts the bisection, not the clocks.
-        (g.claimantClock, g.counterClock) = (claimantLeft, counterLeft);
+        g.restart(Bisection.Ends(0, uint64(length), bytes32(0), _word(n), _word(s.counterSum)));
         s.stage = Stage.DotBisect;
         if (g.done()) return _toMultiplyAdd(gameId, s);
         g.move(msg.sender, bytes32(0), atMid);

@@ -67,18 +67,24 @@ library Bisection {
 
     /// @notice Start a game over `e`; each side gets `clock` seconds in all; the claimant moves first.
     function start(Game storage g, address claimant, address counter, Ends memory e, uint64 clock) internal {
-        if (e.hi <= e.lo) revert EmptyInterval(e.lo, e.hi);
-        if (e.claimantRoot == e.counterRoot) revert NoDisagreement(e.claimantRoot);
         if (claimant == counter) revert SameParty(claimant);
         g.claimant = claimant;
         g.counter = counter;
+        g.claimantClock = clock;
+        g.counterClock = clock;
+        restart(g, e);
+    }
+
+    /// @notice A new bisection over `e` between the same sides, whose clocks go on (a game's later stage); the
+    ///         claimant moves first.
+    function restart(Game storage g, Ends memory e) internal {
+        if (e.hi <= e.lo) revert EmptyInterval(e.lo, e.hi);
+        if (e.claimantRoot == e.counterRoot) revert NoDisagreement(e.claimantRoot);
         g.lo = e.lo;
         g.hi = e.hi;
         g.agreed = e.agreed;
         g.claimantRoot = e.claimantRoot;
         g.counterRoot = e.counterRoot;
-        g.claimantClock = clock;
-        g.counterClock = clock;
         g.counterToMove = false;
         g.pending = false;
         g.pendingRoot = bytes32(0);
