@@ -37,16 +37,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 from eth_account import Account  # noqa: E402
 from web3 import Web3  # noqa: E402
 
 from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
+from gensyn_py.proof.segment_side import middle_elementwise  # noqa: E402
 from gensyn_py.proof.step_side import StepSide  # noqa: E402
 from gensyn_py.proof.step_trace import trace_step  # noqa: E402
 from gensyn_py.proof.trace import Trace  # noqa: E402
-from gensyn_py.repro.opset import ELEMENTWISE  # noqa: E402
 from gensyn_py.train.trainer import Trainer  # noqa: E402
 from tests.contracts.helpers import Protocol  # noqa: E402
 from tests.contracts.step_game_play import WrongPartialSum, deploy_step_game, flipped, play_game  # noqa: E402
@@ -103,14 +102,6 @@ def step_seconds(t: Trainer, steps: int = 5) -> float:
     return (time.perf_counter() - t0) / steps
 
 
-def pick_elementwise(tr: Trace) -> int:
-    """The elementwise op with the largest float32 output in the middle half of the step."""
-    n = len(tr.ops)
-    ids = [i for i in range(n // 4, 3 * n // 4) if tr.ops[i].code in ELEMENTWISE and tr.values[i].dtype == np.float32
-           and tr.values[i].size > 0]
-    return max(ids, key=lambda i: tr.values[i].size)
-
-
 def pick_matmul(tr: Trace) -> tuple[int, int]:
     """The matmul with the longest contraction K, and K."""
     ids = [i for i, op in enumerate(tr.ops) if op.code == "matmul"]
@@ -147,7 +138,7 @@ def measure(p: Protocol, game: Any, name: str) -> dict[str, Any]:
     trace_s = time.perf_counter() - t0
     row: dict[str, Any] = {"ops": len(honest.ops), "train_step_s": round(train_s, 4), "trace_s": round(trace_s, 3),
                            "trace_mb": round(honest.size_bytes / 2**20, 2)}
-    i = pick_elementwise(honest)
+    i = middle_elementwise(honest)
     n = int(honest.values[i].size)
     row["elementwise"] = play(p, game, honest, StepSide(flipped(honest, i, n // 2)), trace_s, train_s, n, 1)
     row["elementwise"]["elements"] = n

@@ -38,10 +38,10 @@ if str(ROOT) not in sys.path:
 from eth_account import Account  # noqa: E402
 from web3 import Web3  # noqa: E402
 
-from bench.dispute import SGD, pick_elementwise, timed  # noqa: E402
+from bench.dispute import SGD, timed  # noqa: E402
 from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
-from gensyn_py.proof.segment_side import Flip, SegmentSide  # noqa: E402
+from gensyn_py.proof.segment_side import Flip, SegmentSide, middle_elementwise  # noqa: E402
 from gensyn_py.proof.step_table import step_table  # noqa: E402
 from gensyn_py.train.trainer import Trainer  # noqa: E402
 from tests.contracts.helpers import Protocol  # noqa: E402
@@ -110,7 +110,7 @@ def main() -> None:
     t = CHEAT_STEP - INTERVAL
     start = at_segment_1()  # a node loads it from the segment's start checkpoint (not timed, as for the baseline)
     counter, replay_s = seconds(lambda: SegmentSide(start, table))
-    op = pick_elementwise(counter.trace(t))
+    op = middle_elementwise(counter.trace(t))
     flips: dict[str, tuple[Flip, tuple[int, ...] | None, int]] = {
         "elementwise": (Flip(CHEAT_STEP, op, int(counter.trace(t).values[op].size) // 2, bit=22), None, 1)}
     mm, sums, _, k_len = matmul_flip(counter, t)

@@ -34,9 +34,8 @@ if TYPE_CHECKING:
 
 # ISegmentGame.Stage
 OPEN_SEGMENT, CONTEST_STAGE, STEPS, REVEAL, BIND, STEP, DECIDED = range(1, 8)
-# IStepGame.Stage
+# IStepGame.Stage (DOT_CHALLENGE and the row stages are not played yet)
 OPS, OPEN_OP, REFUTE, DESCEND, REVEAL_CHUNK, DOT_ANSWER, DOT_CHALLENGE, DOT_BISECT, DOT_STEP = range(1, 10)
-STEP_DECIDED = 12
 # A move that lost a race (the other side or a keeper moved first, or time ran out): look again next tick.
 RACES = frozenset({"NotYourTurn", "WrongStage", "ClockRunning", "ClockExpired", "BisectionDone", "StepGameRunning"})
 
@@ -52,7 +51,8 @@ class GamePlayer:
         self.flip_for = flip_for
         self._sides: dict[int, SegmentSide] = {}
         self._tables: dict[int, StepTable] = {}
-        self._stuck: set[tuple[int, int, int]] = set()  # (dispute, stage, lo) where this side has no legal move
+        # (game, id, stage, position) where this side found no legal move: it lets its clock run out there
+        self._stuck: set[tuple[str, int, int, int]] = set()
         self._at = 0  # the block the decision being made reads
 
     @cached_property
@@ -101,45 +101,45 @@ class GamePlayer:
             self.node.log.info("game.decided", dispute=did, unit=unit.unit_id, won=winner == self.node.address)
             return
         if stage == STEP:
-            return self._play_step(did, unit, int(segment), int(gid), at)
+            return self._play_step(did, unit, segment, gid, at)
         mover, due = self.game.deadline(did, block=at)
         if mover != self.node.address:
             if self.node.view.now() > due:
                 self._send("timeout", self.game.timeout, did)
             return
-        lo = self.game.steps_of(did, block=at)[0]
-        if (did, stage, lo) in self._stuck:
+        lo, hi, *_ = self.game.steps_of(did, block=at)
+        where = ("segment", did, stage, lo)
+        if where in self._stuck:
             return
-        side = self._side(did, unit, int(segment))
+        side = self._side(did, unit, segment)
         if stage == OPEN_SEGMENT:
             _, manifest = self.node.content.committed(unit)
-            j = int(segment)
-            leaf = (manifest.state_hashes[j], manifest.state_hashes[j + 1], manifest.transcript_commits[j])
-            self._move(did, stage, lo, "openSegment", *leaf, manifest.proof(j))
+            leaf = (manifest.state_hashes[segment], manifest.state_hashes[segment + 1],
+                    manifest.transcript_commits[segment])
+            self._move(where, self.game.move, "openSegment", did, *leaf, manifest.proof(segment))
         elif stage == CONTEST_STAGE:
-            self._move(did, stage, lo, "contest", *side.contest())
+            self._move(where, self.game.move, "contest", did, *side.contest())
         elif stage == STEPS:
-            _, hi, *_ = self.game.steps_of(did, block=at)
             pending, root = self.game.pending_of(did, block=at)
-            m = side.move(lo, int(hi), root if pending else None)
-            self._move(did, stage, lo, "moveSteps", m.at_pending, m.at_next)
+            m = side.move(lo, hi, root if pending else None)
+            self._move(where, self.game.move, "moveSteps", did, m.at_pending, m.at_next)
         elif stage == REVEAL:
-            self._move(did, stage, lo, "revealStep", side.reveal(lo))
+            self._move(where, self.game.move, "revealStep", did, side.reveal(lo))
         elif stage == BIND:
-            self._move(did, stage, lo, "playStep", side.step_side(lo).root)
+            self._move(where, self.game.move, "playStep", did, side.step_side(lo).root)
 
-    def _move(self, did: int, stage: int, lo: int, fn: str, *args: Any) -> None:
-        assert self.game is not None
+    def _move(self, where: tuple[str, int, int, int], send: Callable[..., Any], fn: str, *args: Any) -> None:
+        """Send this side's move `fn` (at `where`); a move refused for another reason than a lost race means this
+        side's own work does not hold (a cheat it cannot defend): it is not tried again, and its clock runs out."""
         try:
-            receipt = self.game.move(fn, did, *args)
+            receipt = send(fn, *args)
         except ContractRevert as e:
             if e.name in RACES:
                 return
-            # No legal move: this side's own work does not hold (a cheat it cannot defend). Its clock will run out.
-            self._stuck.add((did, stage, lo))
-            self.node.log.warning("game.no_move", dispute=did, move=fn, reason=e.name)
+            self._stuck.add(where)
+            self.node.log.warning("game.no_move", game=where[0], id=where[1], move=fn, reason=e.name)
             return
-        self.node.log.info("game.move", dispute=did, move=fn, step=lo, gas=int(receipt["gasUsed"]))
+        self.node.log.info("game.move", game=where[0], id=where[1], move=fn, gas=int(receipt["gasUsed"]))
 
     def _side(self, did: int, unit: Unit, segment: int) -> SegmentSide:
         """This side's replay of the disputed segment, from the committed start checkpoint."""
@@ -175,29 +175,22 @@ class GamePlayer:
             if self.node.view.now() > due:
                 self._send("step_timeout", self.steps.timeout, gid)
             return
-        if (did, 100 + stage, int(lo)) in self._stuck:
+        where = ("step", gid, stage, lo)
+        if where in self._stuck:
             return
         t = self.game.steps_of(did, block=at)[0]
         side = self._side(did, unit, segment).step_side(t)
-        fn, args = self._step_move(gid, int(stage), int(lo), int(hi), agreed, mine, side, at)
+        fn, args = self._step_move(gid, stage, lo, hi, agreed, mine, side, unit.solver, at)
         if fn is None:
-            self._stuck.add((did, 100 + stage, int(lo)))
-            self.node.log.warning("game.no_step_move", dispute=did, game=gid, stage=int(stage))
+            self._stuck.add(where)
+            self.node.log.warning("game.no_move", game="step", id=gid, stage=stage)
             return
-        try:
-            receipt = self.steps.move(fn, gid, *args)
-        except ContractRevert as e:
-            if e.name in RACES:
-                return
-            self._stuck.add((did, 100 + stage, int(lo)))
-            self.node.log.warning("game.no_step_move", dispute=did, game=gid, move=fn, reason=e.name)
-            return
-        self.node.log.info("game.step_move", dispute=did, game=gid, move=fn, gas=int(receipt["gasUsed"]))
+        self._move(where, self.steps.move, fn, gid, *args)
 
-    def _step_move(self, gid: int, stage: int, lo: int, hi: int, agreed: bytes, mine: bytes,
-                   side: StepSide, at: int) -> tuple[str | None, tuple[Any, ...]]:
+    def _step_move(self, gid: int, stage: int, lo: int, hi: int, agreed: bytes, mine: bytes, side: StepSide,
+                   claimant: str, at: int) -> tuple[str | None, tuple[Any, ...]]:
         """This side's move at `stage` of step game `gid`, from the chain as of block `at`: (function, arguments
-        after the game id)."""
+        after the game id). The claimant is the unit's solver."""
         assert self.steps is not None
         if stage == OPS:
             is_pending, root = self.steps.pending_of(gid, block=at)
@@ -210,7 +203,7 @@ class GamePlayer:
         if stage in (REFUTE, DESCEND):
             chunk = self._last(gid, "ChunkRevealed")
             if stage == REFUTE and chunk is not None:
-                r = side.refute_chunk(opened, self._revealed(gid, chunk))
+                r = side.refute_chunk(opened, self._revealed(gid, chunk, claimant))
             elif stage == REFUTE:
                 r = side.refutation(opened)
             else:
@@ -219,11 +212,11 @@ class GamePlayer:
                 return None, ()
             if r == CONTEST:
                 level, index, _, left, right = self.steps.descent_of(gid, block=at)
-                return "descend", tuple(side.descend(i, int(level), int(index), (left, right)))
+                return "descend", tuple(side.descend(i, level, index, (left, right)))
             return r.function, tuple(r.args)
         if stage == REVEAL_CHUNK:
             _, index, _, _, _ = self.steps.descent_of(gid, block=at)
-            return "revealChunk", (side.chunk(i, int(index)),)
+            return "revealChunk", (side.chunk(i, index),)
         element = int(self._last(gid, "DotChallenged")["element"])  # type: ignore[index]
         if stage == DOT_ANSWER:
             nf = side.non_finite(i, element)
@@ -264,19 +257,14 @@ class GamePlayer:
         return OpOpening(int(field(o, "index", 0)), bytes(field(o, "codeHash", 1)), bytes(field(o, "attrsHash", 2)),
                          inputs, bytes(field(o, "outputRoot", 4)), tuple(bytes(p) for p in field(o, "proof", 5)))
 
-    def _revealed(self, gid: int, chunk: dict[str, Any]) -> RevealedChunk:
+    def _revealed(self, gid: int, chunk: dict[str, Any], claimant: str) -> RevealedChunk:
         """The chunk the claimant revealed, with its path from the children the claimant posted."""
         assert self.steps is not None
         _, _, chunks, _, _ = self.steps.descent_of(gid, block=self._at)
-        solver = self._claimant(gid)
         posted = {(int(e["level"]), int(e["index"])): (bytes(e["left"]), bytes(e["right"]))
-                  for e in self._logs(gid, "Children", mover=solver)}
+                  for e in self._logs(gid, "Children", mover=claimant)}
         index = int(chunk["index"])
-        return RevealedChunk(index, bytes(chunk["chunk"]), sibling_path(posted, index, int(chunks)))
-
-    def _claimant(self, gid: int) -> str:
-        opened = self._logs(gid, "GameOpened")
-        return str(opened[0]["claimant"])
+        return RevealedChunk(index, bytes(chunk["chunk"]), sibling_path(posted, index, chunks))
 
     def _send(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
         """A keeper's call (a timeout, a settlement): losing the race to the other side or a keeper is expected."""

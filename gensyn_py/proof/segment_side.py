@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any, overload
 
 from gensyn_py.chain.bisection import Move, next_move
 from gensyn_py.crypto.merkle import merkle_proof
-from gensyn_py.proof.onchain_trace import OpOpening, open_op
-from gensyn_py.proof.op_prefix import slot_path
 from gensyn_py.proof.state import canonical_arrays, key_hash, state_keys, state_root
 from gensyn_py.proof.step_program import ops_root
 from gensyn_py.proof.step_side import StepSide
@@ -48,6 +46,19 @@ class Flip:
     element: int
     bit: int = 0
     value: float | None = None
+
+
+def middle_elementwise(trace: Trace) -> int:
+    """The elementwise op with the largest float32 output in the middle half of a step: where a one-bit cheat (and
+    the benches' cheats) flip a bit, far from both the named inputs and outputs."""
+    import numpy as np
+
+    from gensyn_py.repro.opset import ELEMENTWISE
+
+    n = len(trace.ops)
+    ids = [i for i in range(n // 4, 3 * n // 4) if trace.ops[i].code in ELEMENTWISE
+           and trace.values[i].dtype == np.float32 and trace.values[i].size > 0]
+    return max(ids, key=lambda i: trace.values[i].size)
 
 
 class _Flipping(TracingBackend):
@@ -167,8 +178,8 @@ class SegmentSide:
 
         trainer = self._trainer
         trainer.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in self.states[t].items()})
-        cheat = self.flip is not None and self.flip.step == self.first + t
-        return trace_step(trainer, _Flipping(_torch(), self.flip) if cheat and self.flip else None)
+        flip = self.flip if self.flip is not None and self.flip.step == self.first + t else None
+        return trace_step(trainer, None if flip is None else _Flipping(_torch(), flip))
 
     @cache  # noqa: B019
     def step_side(self, t: int) -> StepSide:
@@ -181,17 +192,10 @@ class SegmentSide:
         outputs = sorted(trace.outputs, key=key_hash)
         step = self.first + t
         proof = merkle_proof(self.table.leaves(), self.table.position(self.round, self.shard, step))
-        opened = [self._opened(side, trace.outputs[k]) for k in outputs if k != LOSS]
+        opened = [side.open_op(trace.outputs[k], side.n_ops).as_arg() for k in outputs if k != LOSS]
         return (ops_root(trace), [key_hash(k) for k in outputs], [trace.outputs[k] for k in outputs],
                 batch_root_of(trace), proof, entries(self.states[t]), entries(self.states[t + 1]), side.n_ops,
                 side.root, opened)
-
-    @staticmethod
-    def _opened(side: StepSide, i: int) -> tuple[Any, ...]:
-        """Op i opened in the side's whole trace (its slot path in the prefix of every op)."""
-        o = open_op(side.trace, i)
-        return OpOpening(o.index, o.code_hash, o.attrs_hash, o.inputs, o.output_root,
-                         tuple(slot_path(side.leaves, i, side.n_ops, side.depth))).as_arg()
 
 
 def _torch() -> Any:

@@ -106,11 +106,12 @@ class StepSide:
         """This side's bisection move (``StepGame.moveOps``)."""
         return next_move(lo, hi, pending, self.roots)
 
-    def open_op(self, i: int) -> OpOpening:
-        """The claimant's opening of op i (``StepGame.openOp``): its leaf and slot i's sibling path."""
+    def open_op(self, i: int, filled: int | None = None) -> OpOpening:
+        """Op i's leaf with its slot path in the prefix of `filled` ops: by default the claimant's opening of the
+        disputed op (``StepGame.openOp``: the prefix of i ops); with ``n_ops`` op i opened in the whole trace."""
         o = open_op(self.trace, i)
         return OpOpening(o.index, o.code_hash, o.attrs_hash, o.inputs, o.output_root,
-                         tuple(slot_path(self.leaves, i, i, self.depth)))
+                         tuple(slot_path(self.leaves, i, i if filled is None else filled, self.depth)))
 
     def refutation(self, opened: OpOpening) -> Refutation | None:
         """The counter's refutation of the claimant's opening of op i (None when this side finds none), checked in

@@ -9,6 +9,7 @@ counted too).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,11 +40,13 @@ def slashes(protocol: ProtocolContracts, from_block: int) -> list[tuple[str, int
 
 
 def gas_by_sender(protocol: ProtocolContracts, actors: dict[str, str], from_block: int,
-                  to_block: int | None = None) -> dict[str, tuple[int, int]]:
-    """name -> (transactions, gas used) over blocks [from_block, to_block]."""
+                  to_block: int | None = None, to: Collection[str] | None = None) -> dict[str, tuple[int, int]]:
+    """name -> (transactions, gas used) over blocks [from_block, to_block]; with `to`, only transactions sent to
+    those addresses."""
     w3 = protocol.w3
     last = int(w3.eth.block_number) if to_block is None else to_block
     names = {a.lower(): n for n, a in actors.items()}
+    targets = None if to is None else {a.lower() for a in to}
     count: dict[str, int] = defaultdict(int)
     gas: dict[str, int] = defaultdict(int)
     for number in range(from_block, last + 1):
@@ -51,7 +54,7 @@ def gas_by_sender(protocol: ProtocolContracts, actors: dict[str, str], from_bloc
         txs: list[Any] = list(block["transactions"])
         for tx in txs:
             name = names.get(str(tx["from"]).lower())
-            if name is None:
+            if name is None or (targets is not None and str(tx.get("to") or "").lower() not in targets):
                 continue
             receipt = w3.eth.get_transaction_receipt(tx["hash"])
             count[name] += 1

@@ -217,24 +217,23 @@ def _alter(data: bytes) -> bytes:
     return encode_state(state)
 
 
+def _flip_step(spec: JobSpec) -> int:
+    """The step the `flipped_bit` cheat flips a bit in: the middle of the faked segment."""
+    return FAKED_SEGMENT * spec.checkpoint_interval + spec.checkpoint_interval // 2
+
+
 def bit_flip(spec: JobSpec, dataset: Dataset, round_: int, shard: int) -> Flip:
-    """The `flipped_bit` cheat of a unit: bit 22 of the middle element of the largest elementwise float32 output in
-    the middle half of step `FAKED_SEGMENT * interval + interval // 2`. A pure function of the unit, so the cheating
+    """The `flipped_bit` cheat of a unit: bit 22 of the middle element of the largest elementwise output in the
+    middle of step `_flip_step` (`segment_side.middle_elementwise`). A pure function of the unit, so the cheating
     daemon defends in the dispute game the very cheat it committed."""
-    import numpy as np
-
-    from gensyn_py.proof.segment_side import Flip
+    from gensyn_py.proof.segment_side import Flip, middle_elementwise
     from gensyn_py.proof.step_trace import trace_step
-    from gensyn_py.repro.opset import ELEMENTWISE
 
-    step = FAKED_SEGMENT * spec.checkpoint_interval + spec.checkpoint_interval // 2
+    step = _flip_step(spec)
     t = Trainer(spec, dataset, round_, shard, "cpu")
     t.run(step)
     tr = trace_step(t)
-    n = len(tr.ops)
-    ids = [i for i in range(n // 4, 3 * n // 4)
-           if tr.ops[i].code in ELEMENTWISE and tr.values[i].dtype == np.float32 and tr.values[i].size > 0]
-    op = max(ids, key=lambda i: tr.values[i].size)
+    op = middle_elementwise(tr)
     return Flip(step, op, int(tr.values[op].size) // 2, bit=22)
 
 
@@ -268,9 +267,8 @@ def flipped_bit(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: in
     """Flips one bit of one op's output in one step of the faked segment and trains on from the flipped state: a
     repro unit's smallest cheat, which the dispute game narrows to that op. With `solver` its transcripts are bound
     to the committing address as an honest solver's are, so that only the faked segment differs from a replay."""
-    step = FAKED_SEGMENT * spec.checkpoint_interval + spec.checkpoint_interval // 2
     flip = bit_flip(spec, dataset, round_, shard) if spec.mode == "repro" else None
-    return commit_segments(_FlippingTrainer(flip, step, spec, dataset, round_, shard, "cpu"), store, job_id,
+    return commit_segments(_FlippingTrainer(flip, _flip_step(spec), spec, dataset, round_, shard, "cpu"), store, job_id,
                            solver=solver)
 
 

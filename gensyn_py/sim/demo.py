@@ -153,17 +153,10 @@ class DemoMarket:
 
     def _game_report(self, start: int) -> None:
         """Who made how many moves of the game, at what gas, and what the contract recomputed."""
-        names = {a: n for n, a in self.actors.items()}
-        w3 = self.net.w3
-        games = {self.protocol["SegmentGame"].address.lower(), self.protocol["StepGame"].address.lower()}
-        for number in range(start, int(w3.eth.block_number) + 1):
-            txs: list[Any] = list(w3.eth.get_block(number, full_transactions=True)["transactions"])
-            for tx in txs:
-                if str(tx.get("to") or "").lower() in games:
-                    who = names.get(str(tx["from"]), str(tx["from"]))
-                    gas = int(w3.eth.get_transaction_receipt(tx["hash"])["gasUsed"])
-                    self.result.game_moves[who] = self.result.game_moves.get(who, 0) + 1
-                    self.result.game_gas[who] = self.result.game_gas.get(who, 0) + gas
+        games = (self.protocol["SegmentGame"].address, self.protocol["StepGame"].address)
+        for who, (moves, gas) in gas_by_sender(self.protocol, self.actors, start, to=games).items():
+            if moves:
+                self.result.game_moves[who], self.result.game_gas[who] = moves, gas
         step = self.protocol["StepGame"].events.GameDecided().get_logs(from_block=start)
         narrowed = self.protocol["StepGame"].events.OpNarrowed().get_logs(from_block=start)
         steps = self.protocol["SegmentGame"].events.StepNarrowed().get_logs(from_block=start)
