@@ -5,7 +5,7 @@ import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
 import {Hashes} from "@openzeppelin/contracts/utils/cryptography/Hashes.sol";
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {IDisputeResolver} from "./interfaces/IDisputeResolver.sol";
-import {ISegmentGame, StepReveal} from "./interfaces/ISegmentGame.sol";
+import {ISegmentGame, SegmentLeaf, StepReveal} from "./interfaces/ISegmentGame.sol";
 import {IStepGame} from "./interfaces/IStepGame.sol";
 import {ITaskPool} from "./interfaces/ITaskPool.sol";
 import {Bisection} from "./libraries/Bisection.sol";
@@ -31,16 +31,12 @@ contract SegmentGame is ISegmentGame, Ownable {
         uint256 unitId;
         bytes32 checkpointRoot;
         bytes32 stepsRoot;
-        bytes32 start; // the disputed segment's start (the claimant's leaf)
-        bytes32 program; // the disputed step's program root, from the step table
-        bytes32 inputs; // hash_pair(agreed state at t, the step's batch root)
-        bytes32 traceRoot; // the claimant's op-prefix root over its trace
         uint256 stepGame;
+        uint32 interval; // steps per segment
+        // One slot: the decision writes `stage` and `winner` together.
         address winner;
         uint32 round;
         uint32 shard;
-        uint32 interval; // steps per segment
-        uint64 nOps;
         uint16 segment;
         Stage stage;
     }
@@ -96,43 +92,25 @@ contract SegmentGame is ISegmentGame, Ownable {
         s.shard = u.shard;
         s.interval = interval;
         s.segment = uint16(segment); // below the pool's MAX_SEGMENTS
-        s.stage = Stage.OpenSegment;
-        // The clocks start now, the claimant's first: it opens the segment's leaf.
+        s.stage = Stage.Contest;
+        // The clocks start now, the counter's first: it opens the segment's leaf with its contest.
         Bisection.Game storage g = s.g;
         (g.claimant, g.counter) = (solver, opener);
         (g.claimantClock, g.counterClock) = (clock, clock);
+        g.counterToMove = true;
         g.turnStarted = uint64(block.timestamp);
         emit DisputeOpened(id, unitId, solver, opener, g.deadline());
     }
 
     /// @inheritdoc ISegmentGame
-    function openSegment(
-        uint256 id,
-        bytes32 start,
-        bytes32 end,
-        bytes32 transcriptCommit,
-        bytes32[] calldata proof
-    ) external {
-        Game storage s = _at(id, Stage.OpenSegment);
-        s.g.charge(msg.sender);
-        if (!Segments.verify(s.checkpointRoot, s.segment, start, end, transcriptCommit, proof)) {
-            revert NotInCheckpoints(s.segment);
-        }
-        s.start = start;
-        s.g.claimantRoot = end;
-        s.stage = Stage.Contest;
-        s.g.counterToMove = true;
-        emit SegmentOpened(id, s.segment, start, end);
-    }
-
-    /// @inheritdoc ISegmentGame
-    function contest(uint256 id, bytes32 counterEnd, bytes32 atMid) external {
+    function contest(uint256 id, SegmentLeaf calldata leaf, bytes32 counterEnd, bytes32 atMid) external {
         Game storage s = _at(id, Stage.Contest);
         Bisection.Game storage g = s.g;
         g.charge(msg.sender);
+        _open(id, s, leaf);
         // Position i of the bisection is the state after i steps of the segment: both agree on its start.
         // INVARIANT: one clock per side over the whole game: the bisection starts, the clocks go on.
-        g.restart(Bisection.Ends(0, s.interval, s.start, g.claimantRoot, counterEnd));
+        g.restart(Bisection.Ends(0, s.interval, leaf.start, leaf.end, counterEnd));
         s.stage = Stage.Steps;
         emit Contested(id, counterEnd, s.interval);
         if (g.done()) return _narrowed(id, s);
@@ -144,22 +122,26 @@ contract SegmentGame is ISegmentGame, Ownable {
     }
 
     /// @inheritdoc ISegmentGame
-    function refuteStart(
-        uint256 id,
-        bytes32 start,
-        bytes32 end,
-        bytes32 transcriptCommit,
-        bytes32[] calldata proof
-    ) external {
+    function refuteStart(uint256 id, SegmentLeaf calldata disputed, SegmentLeaf calldata previous) external {
         Game storage s = _at(id, Stage.Contest);
         s.g.charge(msg.sender);
         if (s.segment == 0) revert WrongSegmentForStart(0);
-        uint256 previous = s.segment - 1;
-        if (!Segments.verify(s.checkpointRoot, previous, start, end, transcriptCommit, proof)) {
-            revert NotInCheckpoints(previous);
-        }
-        if (end == s.start) revert NotRefuted(id, Reason.BrokenChain);
+        _open(id, s, disputed);
+        _verifyLeaf(s, s.segment - 1, previous);
+        if (previous.end == disputed.start) revert NotRefuted(id, Reason.BrokenChain);
         _decide(id, s, s.g.counter, Reason.BrokenChain);
+    }
+
+    /// @dev The disputed segment's leaf, opened by the counter in the claimant's checkpoint root.
+    function _open(uint256 id, Game storage s, SegmentLeaf calldata leaf) private {
+        _verifyLeaf(s, s.segment, leaf);
+        emit SegmentOpened(id, s.segment, leaf.start, leaf.end);
+    }
+
+    function _verifyLeaf(Game storage s, uint256 segment, SegmentLeaf calldata leaf) private view {
+        if (!Segments.verify(s.checkpointRoot, segment, leaf.start, leaf.end, leaf.transcriptCommit, leaf.proof)) {
+            revert NotInCheckpoints(segment);
+        }
     }
 
     /// @inheritdoc ISegmentGame
@@ -205,14 +187,19 @@ contract SegmentGame is ISegmentGame, Ownable {
         _checkRoot(StepBinding.stateRoot(r.next), g.claimantRoot);
         (uint256[] memory ops, bytes32[] memory roots) = StepBinding.bind(r, s.round, s.shard, step + 1);
         _checkOutputs(r, ops, roots);
-        s.program = program;
+        _playStep(id, s, program, r);
+    }
+
+    /// @dev Open the step game over the claimant's trace of the revealed step. The counter's trace root comes with
+    ///      its first move there (`IStepGame.contestTrace`), which spares this game a move of its own.
+    function _playStep(uint256 id, Game storage s, bytes32 program, StepReveal calldata r) private {
+        Bisection.Game storage g = s.g;
         // A state input's proof is its path in the state at t then the batch root, a batch input's the reverse.
-        s.inputs = Hashes.commutativeKeccak256(g.agreed, r.batchRoot);
-        s.traceRoot = r.traceRoot;
-        s.nOps = uint64(r.nOps); // the step game refuses more than 2^24
-        s.stage = Stage.Bind;
-        g.counterToMove = true;
-        emit StepRevealed(id, program, s.inputs, r.nOps, r.traceRoot);
+        bytes32 inputs = Hashes.commutativeKeccak256(g.agreed, r.batchRoot);
+        s.stage = Stage.Step;
+        uint256 gameId = stepGame.open(g.claimant, g.counter, program, inputs, r.nOps, r.traceRoot, bytes32(0));
+        s.stepGame = gameId;
+        emit StepRevealed(id, gameId, program, inputs, r.nOps, r.traceRoot);
     }
 
     /// @dev Each named output the next state holds is its op's output in the claimant's trace: opened there with
@@ -231,25 +218,6 @@ contract SegmentGame is ISegmentGame, Ownable {
         }
     }
 
-    /// @inheritdoc ISegmentGame
-    function playStep(uint256 id, bytes32 counterTraceRoot) external {
-        Game storage s = _at(id, Stage.Bind);
-        Bisection.Game storage g = s.g;
-        g.charge(msg.sender);
-        s.stage = Stage.Step;
-        uint256 gameId = stepGame.open(
-            g.claimant,
-            g.counter,
-            s.program,
-            s.inputs,
-            s.nOps,
-            s.traceRoot,
-            counterTraceRoot
-        );
-        s.stepGame = gameId;
-        emit StepGameOpened(id, gameId, counterTraceRoot);
-    }
-
     // ---- ending ----
 
     /// @inheritdoc ISegmentGame
@@ -263,7 +231,7 @@ contract SegmentGame is ISegmentGame, Ownable {
     /// @inheritdoc ISegmentGame
     function timeout(uint256 id) external {
         Game storage s = _game(id);
-        if (s.stage == Stage.Step || s.stage == Stage.Decided) revert WrongStage(id, Stage.Bind, s.stage);
+        if (s.stage == Stage.Step || s.stage == Stage.Decided) revert WrongStage(id, Stage.Reveal, s.stage);
         address loser = s.g.outOfTime();
         _decide(id, s, loser == s.g.claimant ? s.g.counter : s.g.claimant, Reason.Timeout);
     }

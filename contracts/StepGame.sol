@@ -4,6 +4,7 @@ pragma solidity ^0.8.24;
 import {Address} from "@openzeppelin/contracts/utils/Address.sol";
 import {Hashes} from "@openzeppelin/contracts/utils/cryptography/Hashes.sol";
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {IStepGame, OutputReveal} from "./interfaces/IStepGame.sol";
 import {Bisection} from "./libraries/Bisection.sol";
 import {OutputDescent} from "./libraries/OutputDescent.sol";
@@ -63,7 +64,9 @@ contract StepGame is IStepGame {
         uint256 element; // the disputed output element of a dot op
         int256 sum; // the claimant's N for it
         int256 counterSum; // the counter's
-        uint64 length; // K: the multiply-adds of that element
+        // One slot from here on: the deciding move writes `stage` and `winner` together (a fresh slot would cost
+        // the move 20,000 gas more).
+        uint32 length; // K: the multiply-adds of that element
         uint16 blockA; // the claimant's block exponents
         uint16 blockB;
         uint8 depth;
@@ -116,12 +119,33 @@ contract StepGame is IStepGame {
         s.program = program;
         s.inputs = inputs;
         s.depth = depth;
-        s.stage = Stage.Ops;
         // Position i of the bisection is the prefix of i ops: both agree on the empty prefix.
         Bisection.Ends memory e = Bisection.Ends(0, uint64(nOps), emptyRoot(depth), claimantRoot, counterRoot);
         s.g.start(claimant, counter, e, clock);
         emit GameOpened(gameId, claimant, counter, program, inputs, nOps, depth);
+        if (counterRoot == bytes32(0)) {
+            // The counter posts its root with its first bisection move: one move fewer than a separate opening.
+            s.stage = Stage.Trace;
+            s.g.counterToMove = true;
+            return gameId;
+        }
+        s.stage = Stage.Ops;
         if (s.g.done()) _narrowed(gameId, s); // one op: nothing to bisect
+    }
+
+    /// @inheritdoc IStepGame
+    function contestTrace(uint256 gameId, bytes32 counterRoot, bytes32 atMid) external {
+        Game storage s = _counterAt(gameId, Stage.Trace);
+        Bisection.Game storage g = s.g;
+        // INVARIANT: one clock per side over the whole game: the bisection restarts with the counter's root, the
+        // clocks go on.
+        g.restart(Bisection.Ends(0, g.hi, g.agreed, g.claimantRoot, counterRoot));
+        s.stage = Stage.Ops;
+        emit TraceContested(gameId, counterRoot);
+        if (g.done()) return _narrowed(gameId, s);
+        g.counterToMove = true;
+        g.move(msg.sender, bytes32(0), atMid);
+        emit OpsMoved(gameId, msg.sender, g.lo, g.hi);
     }
 
     /// @notice One bisection move: the mover's prefix root at the pending midpoint and at the next one
@@ -238,8 +262,9 @@ contract StepGame is IStepGame {
 
     /// @notice One level down the claimant's output data tree: the mover's children of the current node (`mine*`),
     ///         compared with the other side's (the first child that differs is where both go), and its children of
-    ///         that child (`next*`, unused once the child is a chunk). The counter's first descent, instead of a
-    ///         refutation, contests the output (once per game); it ends on a chunk the claimant reveals next.
+    ///         that child (`next*`). Once the child is a chunk, a claimant's `nextLeft` is its chunk there, revealed
+    ///         with the move (one move fewer); a counter's `next*` are unused and the claimant reveals the chunk
+    ///         next. The counter's first descent, instead of a refutation, contests the output (once per game).
     function descend(
         uint256 gameId,
         bytes32 mineLeft,
@@ -259,22 +284,26 @@ contract StepGame is IStepGame {
         Bisection.Game storage g = s.g;
         bool byCounter = g.counterToMove;
         _charge(g, byCounter ? g.counter : g.claimant);
-        if (d.step(gameId, byCounter, [mineLeft, mineRight, nextLeft, nextRight])) {
-            // The descent reached a chunk: the claimant reveals it next.
-            s.stage = Stage.RevealChunk;
-            g.counterToMove = false;
-            emit ChunkNarrowed(gameId, d.index);
-        } else {
+        if (!d.step(gameId, byCounter, [mineLeft, mineRight, nextLeft, nextRight])) {
             g.counterToMove = !byCounter;
+            return;
         }
+        emit ChunkNarrowed(gameId, d.index);
+        if (!byCounter) return _revealChunk(gameId, s, d, nextLeft); // the claimant's chunk came with its move
+        s.stage = Stage.RevealChunk;
+        g.counterToMove = false;
     }
 
-    /// @notice The claimant's chunk at the leaf the descent reached; the counter refutes one of its elements next
-    ///         (`refuteElement` or `challengeDot`, opening it with the siblings the claimant posted on the way).
+    /// @notice The claimant's chunk at the leaf the descent reached (when the counter's move reached it); the
+    ///         counter refutes one of its elements next (`refuteElement` or `challengeDot`, opening it with the
+    ///         siblings the claimant posted on the way).
     function revealChunk(uint256 gameId, bytes32 chunk) external {
         Game storage s = _at(gameId, Stage.RevealChunk);
         _charge(s.g, s.g.claimant);
-        OutputDescent.Tree storage d = _descents[gameId];
+        _revealChunk(gameId, s, _descents[gameId], chunk);
+    }
+
+    function _revealChunk(uint256 gameId, Game storage s, OutputDescent.Tree storage d, bytes32 chunk) private {
         d.checkChunk(chunk);
         s.stage = Stage.Refute;
         s.g.counterToMove = true;
@@ -382,7 +411,7 @@ contract StepGame is IStepGame {
         (uint256 length, bool rounds) = dots.answer(s.opened, m, out, outEl, n);
         if (!rounds) revert SumDoesNotRound(n);
         s.sum = n;
-        s.length = uint64(length);
+        s.length = SafeCast.toUint32(length);
         s.blockA = uint16(m.blockA); // exponent fields: below 256, checked by the witnesses
         s.blockB = uint16(m.blockB);
         emit DotAnswered(gameId, n, m.blockA, m.blockB, length);

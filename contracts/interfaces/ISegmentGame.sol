@@ -11,6 +11,14 @@ struct StateEntries {
     bytes32[] roots;
 }
 
+/// @notice A leaf `(segment, start, end, transcriptCommit)` of a unit's checkpoint root and its Merkle path.
+struct SegmentLeaf {
+    bytes32 start;
+    bytes32 end;
+    bytes32 transcriptCommit;
+    bytes32[] proof;
+}
+
 /// @notice What the claimant reveals of the disputed step t -> t + 1 (`revealStep`).
 struct StepReveal {
     bytes32 opsRoot; // the step program's ops root; its outputs root is computed from `outputKeys`, `outputOps`
@@ -26,24 +34,23 @@ struct StepReveal {
 }
 
 /// @title The segment game: a dispute over one segment of a `repro` unit, decided by the contract alone.
-/// @notice Stage (a) of docs/dispute-game.md and the binding of one step to the unit's commitments. The solver (the
-///         claimant) opens the disputed segment's leaf in its checkpoint root; the disputing validator or challenger
-///         (the counter) posts its own end state with its first bisection move, or shows the segment's start is not
-///         the previous segment's end. Both bisect over the state roots after each step of the segment to one step
-///         t -> t + 1; the claimant reveals the step's program and batch (proven in the job's step table), the
+/// @notice Stage (a) of docs/dispute-game.md and the binding of one step to the unit's commitments. The disputing
+///         validator or challenger (the counter) opens the disputed segment's leaf in the solver's (the claimant's)
+///         checkpoint root and posts its own end state with its first bisection move, or shows the segment's start
+///         is not the previous segment's end. Both bisect over the state roots after each step of the segment to one
+///         step t -> t + 1; the claimant reveals the step's program and batch (proven in the job's step table), the
 ///         agreed state at t and its state at t + 1 entry by entry, and its trace's root with the op of every named
 ///         output opened in it: the contract checks every key of t + 1 is a named output of the program (its root
-///         that op's output), the cursor, or carried unchanged from t. The counter then plays the step game
-///         (`IStepGame`) over the two traces. The outcome reaches the pool through `ITaskPool.onDisputeResolved`.
+///         that op's output), the cursor, or carried unchanged from t, and opens the step game (`IStepGame`) over the
+///         claimant's trace, where the counter posts its own trace root with its first move. The outcome reaches
+///         the pool through `ITaskPool.onDisputeResolved`.
 interface ISegmentGame is IDisputeResolver {
     /// @notice Where a dispute stands.
     enum Stage {
         None,
-        OpenSegment, // the claimant opens the segment's leaf
-        Contest, // the counter posts its end state (or refutes or contests the start)
+        Contest, // the counter opens the segment's leaf and posts its end state (or refutes or contests the start)
         Steps, // both bisect over the segment's step state roots
-        Reveal, // the claimant reveals the disputed step
-        Bind, // the counter plays the step game
+        Reveal, // the claimant reveals the disputed step, which opens the step game
         Step, // the step game runs; `settle` ends the dispute once it is decided
         Decided
     }
@@ -92,7 +99,7 @@ interface ISegmentGame is IDisputeResolver {
     /// @notice A constructor or `wire` parameter out of its range (named).
     error InvalidGameParam(string name, uint256 value);
 
-    /// @notice The claimant opened the disputed segment: its start and end state roots.
+    /// @notice The disputed segment's leaf was opened (with the contest): its start and end state roots.
     event SegmentOpened(uint256 indexed disputeId, uint256 segment, bytes32 start, bytes32 end);
     /// @notice The counter's end state: the bisection over the segment's `steps` steps starts.
     event Contested(uint256 indexed disputeId, bytes32 counterEnd, uint256 steps);
@@ -102,41 +109,30 @@ interface ISegmentGame is IDisputeResolver {
     ///         it and differ after it.
     event StepNarrowed(uint256 indexed disputeId, uint256 step, uint256 unitStep);
     /// @notice The claimant's disputed step: its program and named-inputs root (`hash_pair(state at t, batch)`),
-    ///         and its trace's op count and root; the counter plays the step game next.
-    event StepRevealed(uint256 indexed disputeId, bytes32 program, bytes32 inputs, uint256 nOps, bytes32 traceRoot);
-    /// @notice The step game `gameId` between the two traces was opened.
-    event StepGameOpened(uint256 indexed disputeId, uint256 indexed gameId, bytes32 counterTraceRoot);
+    ///         and its trace's op count and root; step game `gameId` over it is open, the counter to move.
+    event StepRevealed(
+        uint256 indexed disputeId,
+        uint256 indexed gameId,
+        bytes32 program,
+        bytes32 inputs,
+        uint256 nOps,
+        bytes32 traceRoot
+    );
     /// @notice The dispute was decided and settled in the pool (`winner` zero: no decision, `Outcome.NoQuorum`).
     event GameDecided(uint256 indexed disputeId, address indexed winner, Reason reason, uint8 outcome);
 
-    /// @notice The claimant opens leaf `segment` `(segment, start, end, transcriptCommit)` of the unit's checkpoint
-    ///         root.
-    function openSegment(
-        uint256 disputeId,
-        bytes32 start,
-        bytes32 end,
-        bytes32 transcriptCommit,
-        bytes32[] calldata proof
-    ) external;
-    /// @notice The counter's end state of the segment, unequal to the claimant's, and its state root at the first
+    /// @notice The counter opens the disputed segment's leaf in the unit's checkpoint root (`leaf`: the claimant's
+    ///         start and end), and posts its own end state, unequal to the claimant's, and its state root at the first
     ///         midpoint (`atMid`: the bisection's first move, ignored for a one-step segment); the claimant answers.
-    function contest(uint256 disputeId, bytes32 counterEnd, bytes32 atMid) external;
-    /// @notice The counter shows leaf `segment - 1`, whose end is not the disputed segment's start.
-    function refuteStart(
-        uint256 disputeId,
-        bytes32 start,
-        bytes32 end,
-        bytes32 transcriptCommit,
-        bytes32[] calldata proof
-    ) external;
+    function contest(uint256 disputeId, SegmentLeaf calldata leaf, bytes32 counterEnd, bytes32 atMid) external;
+    /// @notice The counter opens the disputed segment's leaf and leaf `segment - 1`, whose end is not its start.
+    function refuteStart(uint256 disputeId, SegmentLeaf calldata disputed, SegmentLeaf calldata previous) external;
     /// @notice The counter contests segment 0's start, which the chain cannot check yet: decided without a winner.
     function contestStart(uint256 disputeId) external;
     /// @notice One bisection move over the segment's step state roots (`Bisection.move`).
     function moveSteps(uint256 disputeId, bytes32 atPending, bytes32 atNext) external;
-    /// @notice The claimant reveals the disputed step (`StepReveal`).
+    /// @notice The claimant reveals the disputed step (`StepReveal`), which opens the step game over its trace.
     function revealStep(uint256 disputeId, StepReveal calldata r) external;
-    /// @notice The counter opens the step game between the claimant's trace and its own (`counterTraceRoot`).
-    function playStep(uint256 disputeId, bytes32 counterTraceRoot) external;
     /// @notice Settle a dispute whose step game is decided; anyone may call.
     function settle(uint256 disputeId) external;
     /// @notice Decide for the side not to move once the side to move ran out of time; anyone may call.

@@ -24,6 +24,7 @@ interface IStepGame {
     ///         refutation, or decided.
     enum Stage {
         None,
+        Trace, // opened without the counter's trace root: the counter posts it with its first bisection move
         Ops,
         OpenOp,
         Refute,
@@ -133,7 +134,10 @@ interface IStepGame {
         bytes32 left,
         bytes32 right
     );
-    /// @notice The descent reached chunk `index`; the claimant reveals it next.
+    /// @notice The counter's op-prefix root over its own trace, posted with its first bisection move.
+    event TraceContested(uint256 indexed gameId, bytes32 counterRoot);
+    /// @notice The descent reached chunk `index`; the claimant reveals it next (with the move that reached it, when
+    ///         that move is its own).
     event ChunkNarrowed(uint256 indexed gameId, uint256 index);
     /// @notice The claimant's chunk `index` of the output: the counter refutes one of its elements next.
     event ChunkRevealed(uint256 indexed gameId, uint256 index, bytes32 chunk);
@@ -161,7 +165,8 @@ interface IStepGame {
     function resultOf(uint256 gameId) external view returns (bool decided, address winner);
     /// @notice A side's clock, the side to move and its deadline.
     function deadline(uint256 gameId) external view returns (address mover, uint64 due);
-    /// @notice Open a game between two traces of one step (the opener only); the claimant moves first.
+    /// @notice Open a game between two traces of one step (the opener only); the claimant moves first. A zero
+    ///         `counterRoot` leaves the counter to post its root with its first move (`contestTrace`).
     function open(
         address claimant,
         address counter,
@@ -171,6 +176,9 @@ interface IStepGame {
         bytes32 claimantRoot,
         bytes32 counterRoot
     ) external returns (uint256 gameId);
+    /// @notice The counter's op-prefix root over its trace (of a game opened without it), unequal to the claimant's,
+    ///         and its root at the first midpoint (`atMid`: the bisection's first move, ignored for one op).
+    function contestTrace(uint256 gameId, bytes32 counterRoot, bytes32 atMid) external;
     /// @notice Seconds each side has over a whole game.
     function clock() external view returns (uint64);
 }

@@ -7,6 +7,7 @@ its Solidity name (the side computes the arguments: `proof/segment_side.py`).
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any
 
 from web3.types import TxReceipt
@@ -14,11 +15,22 @@ from web3.types import TxReceipt
 from gensyn_py.chain.bound import Block, BoundContract
 
 
+class Stage(IntEnum):
+    """`ISegmentGame.Stage`."""
+
+    NONE = 0
+    CONTEST = 1  # the counter opens the segment's leaf with its contest
+    STEPS = 2
+    REVEAL = 3  # the claimant's reveal opens the step game
+    STEP = 4
+    DECIDED = 5
+
+
 class SegmentGame(BoundContract):
     NAME = "SegmentGame"
 
     def move(self, fn: str, dispute_id: int, *args: Any) -> TxReceipt:
-        """Any move of the game (`openSegment`, `contest`, `moveSteps`, `revealStep`, `playStep`)."""
+        """Any move of the game (`contest`, `refuteStart`, `contestStart`, `moveSteps`, `revealStep`)."""
         return self.transact(fn, dispute_id, *args)
 
     def settle(self, dispute_id: int) -> TxReceipt:

@@ -7,6 +7,7 @@ the arguments: `proof/step_side.py`).
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any
 
 from web3.types import TxReceipt
@@ -14,11 +15,30 @@ from web3.types import TxReceipt
 from gensyn_py.chain.bound import Block, BoundContract
 
 
+class Stage(IntEnum):
+    """`IStepGame.Stage`."""
+
+    NONE = 0
+    TRACE = 1  # opened without the counter's trace root: it posts it with its first move (`contestTrace`)
+    OPS = 2
+    OPEN_OP = 3
+    REFUTE = 4
+    DESCEND = 5
+    REVEAL_CHUNK = 6
+    DOT_ANSWER = 7
+    DOT_CHALLENGE = 8
+    DOT_BISECT = 9
+    DOT_STEP = 10
+    ROW_ANSWER = 11
+    ROW_CHALLENGE = 12
+    DECIDED = 13
+
+
 class StepGame(BoundContract):
     NAME = "StepGame"
 
     def move(self, fn: str, game_id: int, *args: Any) -> TxReceipt:
-        """Any move of the step game (`moveOps`, `openOp`, a refutation, `descend`, `revealChunk`, ...)."""
+        """Any move of the step game (`contestTrace`, `moveOps`, `openOp`, a refutation, `descend`, ...)."""
         return self.transact(fn, game_id, *args)
 
     def timeout(self, game_id: int) -> TxReceipt:

@@ -18,6 +18,8 @@ from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from gensyn_py.chain.bisection import next_move
+from gensyn_py.chain.segment_game import Stage
+from gensyn_py.chain.step_game import Stage as StepStage
 from gensyn_py.errors import ContractRevert
 from gensyn_py.proof.descent import RevealedChunk, sibling_path
 from gensyn_py.proof.onchain_trace import OpOpening
@@ -32,10 +34,6 @@ if TYPE_CHECKING:
     from gensyn_py.proof.step_table import StepTable
     from gensyn_py.types import Unit
 
-# ISegmentGame.Stage
-OPEN_SEGMENT, CONTEST_STAGE, STEPS, REVEAL, BIND, STEP, DECIDED = range(1, 8)
-# IStepGame.Stage (DOT_CHALLENGE and the row stages are not played yet)
-OPS, OPEN_OP, REFUTE, DESCEND, REVEAL_CHUNK, DOT_ANSWER, DOT_CHALLENGE, DOT_BISECT, DOT_STEP = range(1, 10)
 # A move that lost a race (the other side or a keeper moved first, or time ran out): look again next tick.
 RACES = frozenset({"NotYourTurn", "WrongStage", "ClockRunning", "ClockExpired", "BisectionDone", "StepGameRunning"})
 
@@ -95,12 +93,12 @@ class GamePlayer:
         # would make a move for an interval that no longer is (and the contract would take it as a disagreement).
         at = self._at = int(self.node.protocol.w3.eth.block_number)
         stage, _, segment, gid, winner = self.game.dispute_of(did, block=at)
-        if stage == DECIDED:
+        if stage == Stage.DECIDED:
             self.node.unfollow("game", did)
             self._sides.pop(did, None)
             self.node.log.info("game.decided", dispute=did, unit=unit.unit_id, won=winner == self.node.address)
             return
-        if stage == STEP:
+        if stage == Stage.STEP:
             return self._play_step(did, unit, segment, gid, at)
         mover, due = self.game.deadline(did, block=at)
         if mover != self.node.address:
@@ -112,21 +110,17 @@ class GamePlayer:
         if where in self._stuck:
             return
         side = self._side(did, unit, segment)
-        if stage == OPEN_SEGMENT:
+        if stage == Stage.CONTEST:
             _, manifest = self.node.content.committed(unit)
             leaf = (manifest.state_hashes[segment], manifest.state_hashes[segment + 1],
-                    manifest.transcript_commits[segment])
-            self._move(where, self.game.move, "openSegment", did, *leaf, manifest.proof(segment))
-        elif stage == CONTEST_STAGE:
-            self._move(where, self.game.move, "contest", did, *side.contest())
-        elif stage == STEPS:
+                    manifest.transcript_commits[segment], list(manifest.proof(segment)))
+            self._move(where, self.game.move, "contest", did, leaf, *side.contest())
+        elif stage == Stage.STEPS:
             pending, root = self.game.pending_of(did, block=at)
             m = side.move(lo, hi, root if pending else None)
             self._move(where, self.game.move, "moveSteps", did, m.at_pending, m.at_next)
-        elif stage == REVEAL:
+        elif stage == Stage.REVEAL:
             self._move(where, self.game.move, "revealStep", did, side.reveal(lo))
-        elif stage == BIND:
-            self._move(where, self.game.move, "playStep", did, side.step_side(lo).root)
 
     def _move(self, where: tuple[str, int, int, int], send: Callable[..., Any], fn: str, *args: Any) -> None:
         """Send this side's move `fn` (at `where`); a move refused for another reason than a lost race means this
@@ -192,19 +186,21 @@ class GamePlayer:
         """This side's move at `stage` of step game `gid`, from the chain as of block `at`: (function, arguments
         after the game id). The claimant is the unit's solver."""
         assert self.steps is not None
-        if stage == OPS:
+        if stage == StepStage.TRACE:
+            return "contestTrace", side.contest()
+        if stage == StepStage.OPS:
             is_pending, root = self.steps.pending_of(gid, block=at)
             m = side.move(lo, hi, root if is_pending else None)
             return "moveOps", (m.at_pending, m.at_next)
-        if stage == OPEN_OP:
+        if stage == StepStage.OPEN_OP:
             return "openOp", (side.open_op(lo).as_arg(), side.reveal_output(lo))
         opened = self._opened(gid)
         i = opened.index
-        if stage in (REFUTE, DESCEND):
+        if stage in (StepStage.REFUTE, StepStage.DESCEND):
             chunk = self._last(gid, "ChunkRevealed")
-            if stage == REFUTE and chunk is not None:
+            if stage == StepStage.REFUTE and chunk is not None:
                 r = side.refute_chunk(opened, self._revealed(gid, chunk, claimant))
-            elif stage == REFUTE:
+            elif stage == StepStage.REFUTE:
                 r = side.refutation(opened)
             else:
                 r = CONTEST
@@ -214,18 +210,18 @@ class GamePlayer:
                 level, index, _, left, right = self.steps.descent_of(gid, block=at)
                 return "descend", tuple(side.descend(i, level, index, (left, right)))
             return r.function, tuple(r.args)
-        if stage == REVEAL_CHUNK:
+        if stage == StepStage.REVEAL_CHUNK:
             _, index, _, _, _ = self.steps.descent_of(gid, block=at)
             return "revealChunk", (side.chunk(i, index),)
         element = int(self._last(gid, "DotChallenged")["element"])  # type: ignore[index]
-        if stage == DOT_ANSWER:
+        if stage == StepStage.DOT_ANSWER:
             nf = side.non_finite(i, element)
             return ("declareNonFinite", nf) if nf is not None else ("answerDot", side.dot_answer(i, element))
-        if stage == DOT_BISECT:
+        if stage == StepStage.DOT_BISECT:
             is_pending, root = self.steps.pending_of(gid, block=at)
             m = next_move(lo, hi, root if is_pending else None, side.dot_positions(i, element))
             return "moveDot", (m.at_pending, m.at_next)
-        if stage == DOT_STEP:
+        if stage == StepStage.DOT_STEP:
             answer = self._last(gid, "DotAnswered")
             assert answer is not None
             prev, cur = (int.from_bytes(w, "big", signed=True) for w in (agreed, mine))

@@ -1,9 +1,10 @@
-"""The descent into a disputed op's output (``StepGame.contestOutput`` .. ``revealChunk``), from one side's tensor.
+"""The descent into a disputed op's output (``StepGame.descend`` .. ``revealChunk``), from one side's tensor.
 
 The output's data tree is ``tensor_commit``'s: 32-byte chunk leaves, OpenZeppelin hashing, an odd last node
 promoted.  Each move posts the mover's children of the node both sides stand on; the first child that differs
 from the other side's is where both go next, through any promoted node, down to one chunk, which the claimant
-reveals.  The counter then opens elements of that chunk with the siblings the claimant posted on the way.
+reveals (with its move, when its move reached it).  The counter then opens elements of that chunk with the
+siblings the claimant posted on the way.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from gensyn_py.crypto.merkle import merkle_levels
 from gensyn_py.proof.op_prefix import ZERO
-from gensyn_py.proof.tensor_commit import tensor_leaves
+from gensyn_py.proof.tensor_commit import chunk_of, tensor_leaves
 
 
 def width(chunks: int, level: int) -> int:
@@ -35,6 +36,7 @@ class DataTree:
     """One side's output tensor as the descent sees it."""
 
     def __init__(self, arr: np.ndarray[Any, Any]) -> None:
+        self.arr = arr
         self.levels = merkle_levels(tensor_leaves(arr))
 
     @property
@@ -54,12 +56,15 @@ class DataTree:
 
     def move(self, level: int, index: int, pending: tuple[bytes, bytes]) -> tuple[bytes, bytes, bytes, bytes]:
         """``descend``'s arguments: this side's children here and of the child where they first differ (zeros at
-        a tree of one chunk, where the contract goes straight to the chunk)."""
+        a tree of one chunk, where the contract goes straight to the chunk). Where that child is a chunk, the
+        third is this side's chunk there: a claimant's move reveals it with the move (a counter's is ignored)."""
         if level == 0:
             return ZERO, ZERO, ZERO, ZERO
         mine = self.children(level, index)
         right = mine[0] == pending[0]
         level, index = pass_promoted(self.chunks, level - 1, 2 * index + int(right))
+        if level == 0:
+            return (*mine, chunk_of(self.arr, index), ZERO)
         return (*mine, *self.children(level, index))
 
 

@@ -106,6 +106,12 @@ class StepSide:
         """This side's bisection move (``StepGame.moveOps``)."""
         return next_move(lo, hi, pending, self.roots)
 
+    def contest(self) -> tuple[bytes, bytes]:
+        """The counter's ``StepGame.contestTrace`` (a game the segment game opened): its trace's root, and its root
+        at the first midpoint (its first bisection move, made with it)."""
+        n = self.n_ops
+        return self.root, next_move(0, n, None, self.roots).at_next if n > 1 else bytes(32)
+
     def open_op(self, i: int, filled: int | None = None) -> OpOpening:
         """Op i's leaf with its slot path in the prefix of `filled` ops: by default the claimant's opening of the
         disputed op (``StepGame.openOp``: the prefix of i ops); with ``n_ops`` op i opened in the whole trace."""

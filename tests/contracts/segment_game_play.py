@@ -17,6 +17,7 @@ import numpy as np
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
+from gensyn_py.chain.segment_game import Stage
 from gensyn_py.proof.segment_side import Flip, SegmentSide
 from gensyn_py.proof.step_table import StepTable, step_table
 from gensyn_py.proof.trace import recompute_element
@@ -30,7 +31,7 @@ from tests.contracts.step_game_play import Played, play_opened
 from tests.contracts.test_element_step import ADAMW
 from tests.unit.trainkit import dataset_for, tiny_spec
 
-NONE, OPEN_SEGMENT, CONTEST, STEPS, REVEAL, BIND, STEP, DECIDED = range(8)  # ISegmentGame.Stage
+CONTEST, STEPS, REVEAL, STEP, DECIDED = Stage.CONTEST, Stage.STEPS, Stage.REVEAL, Stage.STEP, Stage.DECIDED
 TIMEOUT, BROKEN_CHAIN, START_UNBOUND, STEP_GAME = range(4)  # ISegmentGame.Reason
 SOLVER_HONEST, SOLVER_FRAUD, NO_QUORUM = 1, 2, 3  # Outcome
 STEPS_PER_UNIT, INTERVAL = 8, 4
@@ -131,12 +132,18 @@ def stage(p: Protocol, did: int) -> int:
     return int(p.game.functions.disputeOf(did).call()[0])
 
 
-def open_segment(p: Protocol, g: GamePlay, solver: LocalAccount, work: Work, segment: int) -> Any:
-    start, end, transcript = work.segments[segment]
+def leaf(work: Work, segment: int) -> tuple[Any, ...]:
+    """`ISegmentGame.SegmentLeaf` of `segment` of the unit's checkpoint root (the counter opens it)."""
     from tests.contracts.helpers import transcript_commit
 
-    return g.count("claimant", p.tx(solver, p.game.functions.openSegment(
-        g.dispute_id, start, end, transcript_commit(transcript), work.proof(segment))), "openSegment")
+    start, end, transcript = work.segments[segment]
+    return start, end, transcript_commit(transcript), list(work.proof(segment))
+
+
+def contest(p: Protocol, g: GamePlay, counter: tuple[LocalAccount, SegmentSide], work: Work, segment: int) -> Any:
+    """The counter opens the disputed segment's leaf and posts its end state with its first bisection move."""
+    return g.count("counter", p.tx(counter[0], p.game.functions.contest(
+        g.dispute_id, leaf(work, segment), *counter[1].contest())), "contest")
 
 
 def bisect_steps(p: Protocol, g: GamePlay, claimant: tuple[LocalAccount, SegmentSide],
@@ -158,13 +165,10 @@ def play(p: Protocol, did: int, work: Work, segment: int, claimant: tuple[LocalA
     """A whole game, each side playing its own replay: the play and the settling receipt."""
     (ca, cs), (da, ds) = claimant, counter
     g = GamePlay(did)
-    open_segment(p, g, ca, work, segment)
-    g.count("counter", p.tx(da, p.game.functions.contest(did, *ds.contest())), "contest")
+    contest(p, g, counter, work, segment)
     t = bisect_steps(p, g, claimant, counter)
-    g.count("claimant", p.tx(ca, p.game.functions.revealStep(did, cs.reveal(t))), "revealStep")
-    rc = g.count("counter", p.tx(da, p.game.functions.playStep(did, ds.step_side(t).root)), "playStep")
-    gid = p.events(rc, p.game, "StepGameOpened")[0]["args"]["gameId"]
-    g.step_game = Played(gid)
+    rc = g.count("claimant", p.tx(ca, p.game.functions.revealStep(did, cs.reveal(t))), "revealStep")
+    g.step_game = Played(p.events(rc, p.game, "StepRevealed")[0]["args"]["gameId"])
     g.deciding_gas = int(play_opened(p, p.step_game, g.step_game, (ca, cs.step_side(t)),
                                      (da, ds.step_side(t)))["gasUsed"])
     return g, p.tx(p.accounts[9], p.game.functions.settle(did))

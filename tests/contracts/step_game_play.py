@@ -15,6 +15,7 @@ import numpy as np
 from eth_account.signers.local import LocalAccount
 
 from gensyn_py.chain.bisection import next_move
+from gensyn_py.chain.step_game import Stage
 from gensyn_py.proof.descent import RevealedChunk, sibling_path
 from gensyn_py.proof.onchain_trace import OpOpening
 from gensyn_py.proof.step_program import inputs_root, program_root
@@ -71,9 +72,10 @@ class Played:
     moves: dict[str, int] = field(default_factory=lambda: {"claimant": 0, "counter": 0})
     gas: dict[str, int] = field(default_factory=lambda: {"claimant": 0, "counter": 0})
 
-    def count(self, side: str, receipt: Any) -> None:
+    def count(self, side: str, receipt: Any) -> Any:
         self.moves[side] += 1
         self.gas[side] += int(receipt["gasUsed"])
+        return receipt
 
 
 def open_game(p: Protocol, game: Any, honest: Trace, claimant: tuple[LocalAccount, StepSide],
@@ -86,7 +88,8 @@ def open_game(p: Protocol, game: Any, honest: Trace, claimant: tuple[LocalAccoun
     return Played(gid)
 
 
-OPS, REFUTE, DESCEND, REVEAL_CHUNK, DOT_BISECT = 1, 3, 4, 5, 8  # IStepGame.Stage
+OPS, REFUTE, DESCEND, REVEAL_CHUNK, DOT_BISECT = (Stage.OPS, Stage.REFUTE, Stage.DESCEND, Stage.REVEAL_CHUNK,
+                                                  Stage.DOT_BISECT)
 
 
 def bisect(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount, StepSide],
@@ -142,14 +145,17 @@ def descend(p: Protocol, game: Any, played: Played, opened: OpOpening, claimant:
     (ca, cs), (da, ds) = claimant, counter
     i, gid = opened.index, played.game_id
     sides = {ca.address: ("claimant", ca, cs), da.address: ("counter", da, ds)}
-    while game.functions.gameOf(gid).call()[0] in (REFUTE, DESCEND):
+    rc = None
+    while game.functions.gameOf(gid).call()[0] in (REFUTE, DESCEND) and rc is None:
         level, index, _, left, right = game.functions.descentOf(gid).call()
         name, acct, side = sides[game.functions.deadline(gid).call()[0]]
-        played.count(name, p.tx(acct, game.functions.descend(gid, *side.descend(i, level, index, (left, right)))))
-    assert game.functions.gameOf(gid).call()[0] == REVEAL_CHUNK
+        move = side.descend(i, level, index, (left, right))
+        moved = played.count(name, p.tx(acct, game.functions.descend(gid, *move)))
+        rc = moved if p.events(moved, game, "ChunkRevealed") else None  # the claimant's move revealed it
     _, index, chunks, _, _ = game.functions.descentOf(gid).call()
-    rc = p.tx(ca, game.functions.revealChunk(gid, cs.chunk(i, index)))
-    played.count("claimant", rc)
+    if rc is None:  # the counter's move reached the chunk: the claimant reveals it on its own
+        assert game.functions.gameOf(gid).call()[0] == REVEAL_CHUNK
+        rc = played.count("claimant", p.tx(ca, game.functions.revealChunk(gid, cs.chunk(i, index))))
     chunk = p.events(rc, game, "ChunkRevealed")[0]["args"]["chunk"]
     logs = game.events.Children().get_logs(from_block=0, argument_filters={"gameId": gid, "mover": ca.address})
     posted = {(e["args"]["level"], e["args"]["index"]): (e["args"]["left"], e["args"]["right"]) for e in logs}
@@ -177,7 +183,10 @@ def play_game(p: Protocol, game: Any, honest: Trace, claimant: tuple[LocalAccoun
 
 def play_opened(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount, StepSide],
                 counter: tuple[LocalAccount, StepSide]) -> Any:
-    """`play_game` from an opened game on: the deciding receipt."""
+    """`play_game` from an opened game on (the counter's trace root posted first where the segment game opened
+    it without): the deciding receipt."""
+    if game.functions.gameOf(played.game_id).call()[0] == Stage.TRACE:
+        played.count("counter", p.tx(counter[0], game.functions.contestTrace(played.game_id, *counter[1].contest())))
     bisect(p, game, played, claimant, counter)
     opened = open_disputed(p, game, played, claimant)
     r = counter[1].refutation(opened)

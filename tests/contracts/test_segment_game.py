@@ -27,14 +27,12 @@ from eth_utils import keccak
 from gensyn_py.proof.segment_side import Flip, SegmentSide
 from gensyn_py.proof.step_side import StepSide
 from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, reveal
-from tests.contracts.helpers import E18, FINAL, OPEN, VERIFIED, Protocol, Work, transcript_commit
+from tests.contracts.helpers import E18, FINAL, OPEN, VERIFIED, Protocol, Work
 from tests.contracts.segment_game_play import (
-    BIND,
     BROKEN_CHAIN,
     CONTEST,
     DECIDED,
     NO_QUORUM,
-    OPEN_SEGMENT,
     REVEAL,
     SOLVER_FRAUD,
     SOLVER_HONEST,
@@ -45,10 +43,11 @@ from tests.contracts.segment_game_play import (
     TIMEOUT,
     GamePlay,
     bisect_steps,
+    contest,
     decided,
     honest,
+    leaf,
     matmul_flip,
-    open_segment,
     play,
     rejected,
     replay,
@@ -186,17 +185,16 @@ def test_a_challenger_that_disputes_an_honest_unit_loses_its_bond_and_the_solver
     challenge(p, a[8], 1, 1)
     did = p.unit(1)["disputeId"]
     g = GamePlay(did)
-    open_segment(p, g, a[2], work, 1)
     liar = Liar(honest()[1])
-    g.count("counter", p.tx(a[8], p.game.functions.contest(did, *liar.contest())))
+    contest(p, g, (a[8], liar), work, 1)
     t = bisect_steps(p, g, (a[2], honest()[1]), (a[8], liar))
     assert t == INTERVAL - 1  # the liar agrees on every state but the end
-    g.count("claimant", p.tx(a[2], p.game.functions.revealStep(did, honest()[1].reveal(t))))
-    rc = g.count("counter", p.tx(a[8], p.game.functions.playStep(did, liar.step_side(t).root)))
-    gid = p.events(rc, p.game, "StepGameOpened")[0]["args"]["gameId"]
+    rc = g.count("claimant", p.tx(a[2], p.game.functions.revealStep(did, honest()[1].reveal(t))))
+    gid = p.events(rc, p.game, "StepRevealed")[0]["args"]["gameId"]
     expect(p, "StepGameRunning", a[9], p.game.functions.settle(did))
     played = Played(gid)
     claimant_step, liar_step = (a[2], honest()[1].step_side(t)), (a[8], liar.step_side(t))
+    p.tx(a[8], p.step_game.functions.contestTrace(gid, *liar_step[1].contest()))
     step_bisect(p, p.step_game, played, claimant_step, liar_step)
     opened = open_disputed(p, p.step_game, played, claimant_step)
     assert liar_step[1].refutation(opened) is None  # its own trace agrees with the op it disputed
@@ -224,18 +222,15 @@ def test_a_segment_that_does_not_start_where_the_last_one_ended_is_refuted(proto
     w = work_of(sides)
     broken = Work([w.segments[0], (keccak(b"a start of nowhere"), *w.segments[1][1:])])
     did, validator = rejected(p, broken, segment=1)
-    g = GamePlay(did)
-    expect(p, "NotInCheckpoints", a[2], p.game.functions.openSegment(did, *broken.segments[1][:2], bytes(32),
-                                                                        broken.proof(1)))
-    expect(p, "WrongStage", validator, p.game.functions.contestStart(did))  # the leaf is not open yet
-    open_segment(p, g, a[2], broken, 1)
+    expect(p, "NotYourTurn", a[2], p.game.functions.refuteStart(did, leaf(broken, 1), leaf(broken, 0)))
     expect(p, "WrongSegmentForStart", validator, p.game.functions.contestStart(did))
-    start, end, transcript = broken.segments[0]
-    expect(p, "NotInCheckpoints", validator, p.game.functions.refuteStart(did, start, keccak(b"x"),
-                                                                           transcript_commit(transcript),
-                                                                           broken.proof(0)))
-    rc = p.tx(validator, p.game.functions.refuteStart(did, start, end, transcript_commit(transcript),
-                                                      broken.proof(0)))
+    start, end, commit, proof = leaf(broken, 0)
+    bad_previous = (start, keccak(b"x"), commit, proof)
+    expect(p, "NotInCheckpoints", validator, p.game.functions.refuteStart(did, leaf(broken, 1), bad_previous))
+    start, end, _, proof = leaf(broken, 1)
+    bad_disputed = (start, end, bytes(32), proof)
+    expect(p, "NotInCheckpoints", validator, p.game.functions.refuteStart(did, bad_disputed, leaf(broken, 0)))
+    rc = p.tx(validator, p.game.functions.refuteStart(did, leaf(broken, 1), leaf(broken, 0)))
     out = decided(p, rc)
     assert (out["winner"], out["reason"], out["outcome"]) == (validator.address, BROKEN_CHAIN, SOLVER_FRAUD)
     assert p.unit(1)["status"] == OPEN
@@ -247,9 +242,7 @@ def test_segment_0_s_start_is_not_bound_yet_so_contesting_it_ends_without_a_winn
     work = work_of(honest())
     did, validator = rejected(p, work, segment=0)
     bonded = stake(p, a[2])
-    open_segment(p, GamePlay(did), a[2], work, 0)
-    expect(p, "WrongSegmentForStart", validator, p.game.functions.refuteStart(did, *work.segments[0][:2],
-                                                                               bytes(32), work.proof(0)))
+    expect(p, "WrongSegmentForStart", validator, p.game.functions.refuteStart(did, leaf(work, 0), leaf(work, 0)))
     out = decided(p, p.tx(validator, p.game.functions.contestStart(did)))
     assert (out["winner"], out["reason"], out["outcome"]) == (ZERO, START_UNBOUND, NO_QUORUM)
     assert stake(p, a[2]) == bonded and p.unit(1)["status"] == OPEN  # nobody slashed; the unit is trained again
@@ -257,12 +250,9 @@ def test_segment_0_s_start_is_not_bound_yet_so_contesting_it_ends_without_a_winn
 
 
 def test_a_chain_of_segments_that_holds_is_not_refuted(proto: Protocol) -> None:
-    p, a = proto, proto.accounts
+    p = proto
     _, work, did, validator = cheat_disputed(p)
-    open_segment(p, GamePlay(did), a[2], work, 1)
-    start, end, transcript = work.segments[0]
-    expect(p, "NotRefuted", validator, p.game.functions.refuteStart(did, start, end, transcript_commit(transcript),
-                                                                     work.proof(0)))
+    expect(p, "NotRefuted", validator, p.game.functions.refuteStart(did, leaf(work, 1), leaf(work, 0)))
 
 
 # ---- clocks ----
@@ -273,12 +263,9 @@ def idle_at(p: Protocol, did: int, work: Work, claimant: SegmentSide, counter: A
     """Play the cheat's game honestly up to stage `until`, where the side to move then idles."""
     a = p.accounts
     g = GamePlay(did)
-    if until == OPEN_SEGMENT:
-        return
-    open_segment(p, g, a[2], work, 1)
     if until == CONTEST:
         return
-    p.tx(validator, p.game.functions.contest(did, *counter.contest()))
+    contest(p, g, (validator, counter), work, 1)
     if until == STEPS:
         lo, hi, *_ = p.game.functions.stepsOf(did).call()
         _, root = p.game.functions.pendingOf(did).call()  # the counter's first move came with its contest
@@ -291,8 +278,7 @@ def idle_at(p: Protocol, did: int, work: Work, claimant: SegmentSide, counter: A
     p.tx(a[2], p.game.functions.revealStep(did, claimant.reveal(t)))
 
 
-@pytest.mark.parametrize(("until", "loser"), [(OPEN_SEGMENT, "claimant"), (CONTEST, "counter"),
-                                              (STEPS, "counter"), (REVEAL, "claimant"), (BIND, "counter")])
+@pytest.mark.parametrize(("until", "loser"), [(CONTEST, "counter"), (STEPS, "counter"), (REVEAL, "claimant")])
 def test_a_side_that_runs_out_of_time_at_any_stage_loses(proto: Protocol, until: int, loser: str) -> None:
     p, a = proto, proto.accounts
     sides, work, did, validator = cheat_disputed(p)
@@ -312,17 +298,16 @@ def test_a_side_that_runs_out_of_time_at_any_stage_loses(proto: Protocol, until:
 def test_the_step_game_s_own_clocks_end_a_dispute_only_through_settle(proto: Protocol) -> None:
     p, a = proto, proto.accounts
     sides, work, did, validator = cheat_disputed(p)
-    idle_at(p, did, work, sides[1], honest()[1], validator, BIND)
-    t = int(p.game.functions.stepsOf(did).call()[0])
-    p.tx(validator, p.game.functions.playStep(did, honest()[1].step_side(t).root))
+    idle_at(p, did, work, sides[1], honest()[1], validator, STEP)
     assert stage(p, did) == STEP
     expect(p, "WrongStage", a[9], p.game.functions.timeout(did))  # the step game keeps the clocks now
     gid = p.game.functions.disputeOf(did).call()[3]
-    _, due = p.step_game.functions.deadline(gid).call()
+    mover, due = p.step_game.functions.deadline(gid).call()
+    assert mover == validator.address  # the counter posts its trace root first
     p.advance(due - p.now() + 1)
-    p.tx(a[9], p.step_game.functions.timeout(gid))  # the claimant never moved in the step game
+    p.tx(a[9], p.step_game.functions.timeout(gid))  # the counter never moved in the step game
     out = decided(p, p.tx(a[9], p.game.functions.settle(did)))
-    assert (out["winner"], out["outcome"]) == (validator.address, SOLVER_FRAUD)
+    assert (out["winner"], out["outcome"]) == (a[2].address, SOLVER_HONEST)
 
 
 # ---- the claimant's reveal binds its next state, entry by entry ----
@@ -370,8 +355,7 @@ def test_a_next_state_the_step_does_not_give_cannot_be_revealed(proto: Protocol,
     sides, work, did, validator = cheat_disputed(p)
     liar = tampered(sides[1], 2, TAMPERS[error])
     g = GamePlay(did)
-    open_segment(p, g, a[2], work, 1)
-    p.tx(validator, p.game.functions.contest(did, *honest()[1].contest()))
+    contest(p, g, (validator, honest()[1]), work, 1)
     t = bisect_steps(p, g, (a[2], liar), (validator, honest()[1]))
     assert t == 1 and stage(p, did) == REVEAL
     expect(p, error, a[2], p.game.functions.revealStep(did, liar.reveal(t)))
@@ -407,9 +391,8 @@ def test_a_reveal_that_does_not_hold_reverts_by_name(proto: Protocol) -> None:
     refused("OpOutOfRange", _reveal_with(r, 7, (1 << 24) + 1))  # more ops than a step game takes
     bad_path = [(*o[:5], [z] * len(o[5])) for o in opened]
     refused("NotInTrace", _reveal_with(r, 9, bad_path))
-    expect(p, "WrongStage", validator, p.game.functions.playStep(did, z))
     p.tx(a[2], p.game.functions.revealStep(did, r))  # the true reveal goes through
-    assert stage(p, did) == BIND
+    assert stage(p, did) == STEP
     expect(p, "WrongStage", a[2], p.game.functions.revealStep(did, r))
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gensyn_py.chain.step_game import Stage
 from gensyn_py.crypto.hashing import keccak256, uint256
 from gensyn_py.proof.descent import RevealedChunk
 from gensyn_py.proof.onchain_trace import NO_ELEMENT, OpOpening, open_element, open_op, tensor_ref
@@ -47,7 +48,7 @@ from tests.contracts.test_registry import expect
 from tests.contracts.test_trace_proofs import reverts
 
 (OPS, OPEN_OP, REFUTE, DESCEND, REVEAL_CHUNK, DOT_ANSWER, DOT_CHALLENGE, DOT_BISECT, DOT_STEP, ROW_ANSWER,
- ROW_CHALLENGE, DECIDED) = range(1, 13)
+ ROW_CHALLENGE, DECIDED) = list(Stage)[2:]
 (TIMEOUT, WRONG_PROGRAM, WRONG_INPUT_ROOT, WRONG_NAMED_INPUT, WRONG_ELEMENT, WRONG_BLOCK, WRONG_MULTIPLY_ADD,
  NON_FINITE_DOT, WRONG_MOVE, WRONG_ROW_MAX) = range(10)
 
