@@ -66,12 +66,12 @@ contract StepGame is IStepGame {
         int256 counterSum; // the counter's
         // One slot from here on: the deciding move writes `stage` and `winner` together (a fresh slot would cost
         // the move 20,000 gas more).
+        address winner; // once decided; zero for a game decided without a winner (`Reason.NonFiniteDot`)
         uint32 length; // K: the multiply-adds of that element
         uint16 blockA; // the claimant's block exponents
         uint16 blockB;
         uint8 depth;
         Stage stage;
-        address winner; // once decided; zero for a game decided without a winner (`Reason.NonFiniteDot`)
     }
 
     /// @notice Who may open games: the contract that binds the traces to commitments (the deployer until then).
@@ -251,7 +251,7 @@ contract StepGame is IStepGame {
     /// @dev The counter's one-call refutation of the opened op `index`: `referee` checks this call's own arguments
     ///      (forwarded) and says whether the claimant's element is the rule's.
     function _refuteByReferee(uint256 gameId, uint256 index, address referee, bytes4 selector, Reason reason) private {
-        Game storage s = _counterAt(gameId, Stage.Refute);
+        Game storage s = _deciding(gameId, Stage.Refute);
         if (index != s.g.lo) revert WrongOp(index, s.g.lo);
         bytes memory ret = _forward(referee, selector, s.opened);
         (, , bool same) = abi.decode(ret, (uint256, uint256, bool));
@@ -317,6 +317,7 @@ contract StepGame is IStepGame {
     ///         entry of the row next (`answerRow`), or loses on time.
     function challengeRow(uint256 gameId, OpOpening calldata op, uint256 element) external {
         Game storage s = _refuting(gameId, op);
+        _charge(s.g, s.g.counter);
         if (op.codeHash != ROWMAX && op.codeHash != FIRST_MAX) revert NotRowMax(op.codeHash);
         uint256 numel = _descents[gameId].numel;
         if (element >= numel) revert NoSuchElement(element, numel);
@@ -348,7 +349,7 @@ contract StepGame is IStepGame {
     /// @notice The counter's entry of the disputed row that shows the committed maximum wrong: a NaN, or a value
     ///         above it. One that does not reverts `NotRefuted`.
     function refuteRow(uint256 gameId, RowCheck calldata c) external {
-        Game storage s = _counterAt(gameId, Stage.RowChallenge);
+        Game storage s = _deciding(gameId, Stage.RowChallenge);
         if (c.outEl.element != s.element) revert NotDisputedElement(c.outEl.element, 0, 0);
         if (c.op.codeHash == FIRST_MAX) {
             (, uint256 j, uint256 k, bool equal) = moves.firstMaxEntry(s.opened, c);
@@ -374,9 +375,11 @@ contract StepGame is IStepGame {
     // ---- a dot op: narrowed to one element, then to one integer multiply-add ----
 
     /// @notice The counter disputes output element `element` of the opened matmul / sum / index_sum, whose sum N is
-    ///         `n` by its count; the claimant answers with its own sum next.
-    function challengeDot(uint256 gameId, OpOpening calldata op, uint256 element, int256 n) external {
+    ///         `n` by its count, and posts its prefix sum at the midpoint of the K multiply-adds (`atMid`: the first
+    ///         move of the bisection over prefix sums, if the sums differ); the claimant answers with its own next.
+    function challengeDot(uint256 gameId, OpOpening calldata op, uint256 element, int256 n, bytes32 atMid) external {
         Game storage s = _refuting(gameId, op);
+        _charge(s.g, s.g.counter);
         bytes32 code = op.codeHash;
         if (code != TraceProofs.MATMUL && code != TraceProofs.SUM && code != TraceProofs.INDEX_SUM) {
             revert NotDotOp(code);
@@ -386,23 +389,27 @@ contract StepGame is IStepGame {
         if (element >= numel) revert NoSuchElement(element, numel);
         s.element = element;
         s.counterSum = n;
+        // The ops bisection is over: its pending slot keeps the counter's midpoint until the claimant answers.
+        s.g.pendingRoot = atMid;
         s.stage = Stage.DotAnswer;
         s.g.counterToMove = false;
-        emit DotChallenged(gameId, element, n);
+        emit DotChallenged(gameId, element, n, atMid);
     }
 
     /// @notice The claimant's sum `n` for the disputed element, at the block exponents `m.blockA`, `m.blockB`
     ///         (reached by the witnesses `m.aMax`, `m.bMax`): it must round to the claimant's committed element,
     ///         opened by `outEl` in the op's output `out` (`DotReferee.answer`). Where it differs from the counter's,
-    ///         the bisection over prefix sums starts with this as the claimant's first move (`atMid`: its sum at
-    ///         the midpoint); where it agrees, the counter can only refute a block exponent.
+    ///         the bisection over prefix sums starts, the counter's challenge its first move and this answer the
+    ///         claimant's (`atPending`: its sum at the midpoint the counter posted at, `atNext`: at the next one);
+    ///         where it agrees, the counter can only refute a block exponent.
     function answerDot(
         uint256 gameId,
         DotMove calldata m,
         TensorRef calldata out,
         ElementOpening calldata outEl,
         int256 n,
-        bytes32 atMid
+        bytes32 atPending,
+        bytes32 atNext
     ) external {
         Game storage s = _at(gameId, Stage.DotAnswer);
         Bisection.Game storage g = s.g;
@@ -420,12 +427,16 @@ contract StepGame is IStepGame {
             g.counterToMove = true;
             return;
         }
+        bytes32 counterMid = g.pendingRoot;
         // INVARIANT: a game has one clock per side: the stage restarts the bisection, not the clocks.
         g.restart(Bisection.Ends(0, uint64(length), bytes32(0), _word(n), _word(s.counterSum)));
         s.stage = Stage.DotBisect;
         if (g.done()) return _toMultiplyAdd(gameId, s);
-        g.move(msg.sender, bytes32(0), atMid);
+        // The counter's challenge posted its sum at the first midpoint: this answer is the claimant's move on it.
+        (g.pending, g.pendingRoot) = (true, counterMid);
+        g.move(msg.sender, atPending, atNext);
         emit DotMoved(gameId, msg.sender, g.lo, g.hi);
+        if (g.done()) _toMultiplyAdd(gameId, s);
     }
 
     /// @notice The claimant shows that entry `w` of the disputed element's row of A (`ofA`) or column of B is a NaN
@@ -449,7 +460,8 @@ contract StepGame is IStepGame {
         if (s.stage != Stage.DotChallenge && s.stage != Stage.DotBisect && s.stage != Stage.DotStep) {
             revert WrongStage(gameId, Stage.DotChallenge, s.stage);
         }
-        _charge(s.g, s.g.counter);
+        if (msg.sender != s.g.counter) revert Bisection.NotYourTurn(msg.sender, s.g.counter);
+        s.g.checkTurn(msg.sender); // decides or reverts: not charged (`_deciding`)
         _isDisputedDot(s, m);
         _decide(gameId, s, dots.refutesBlock(s.opened, m, w, ofA), Reason.WrongBlock);
     }
@@ -466,7 +478,7 @@ contract StepGame is IStepGame {
     ///         the op's inputs) and the claimant's block exponents, the rule does not give the claimant's sum of
     ///         k + 1 (`DotReferee.step`; `m.step` opens both sums in a prefix root of those two leaves).
     function refuteDotStep(uint256 gameId, DotMove calldata m) external {
-        Game storage s = _counterAt(gameId, Stage.DotStep);
+        Game storage s = _deciding(gameId, Stage.DotStep);
         _isDisputedDot(s, m);
         uint256 k = s.g.lo;
         if (m.step.k != k) revert WrongOp(m.step.k, k);
@@ -576,9 +588,10 @@ contract StepGame is IStepGame {
         if (s.stage != want) revert WrongStage(gameId, want, s.stage);
     }
 
-    /// @dev The counter's turn to refute, with `op` the leaf the claimant opened; charges the counter's clock.
-    function _refuting(uint256 gameId, OpOpening calldata op) private returns (Game storage s) {
-        s = _counterAt(gameId, Stage.Refute);
+    /// @dev The counter's turn to refute, with `op` the leaf the claimant opened (its clock checked, not charged:
+    ///      see `_deciding`).
+    function _refuting(uint256 gameId, OpOpening calldata op) private view returns (Game storage s) {
+        s = _deciding(gameId, Stage.Refute);
         bytes32 leaf = TraceProofs.opLeaf(op);
         if (leaf != s.opened) revert NotOpenedOp(leaf, s.opened);
     }
@@ -587,6 +600,14 @@ contract StepGame is IStepGame {
     function _counterAt(uint256 gameId, Stage want) private returns (Game storage s) {
         s = _at(gameId, want);
         _charge(s.g, s.g.counter);
+    }
+
+    /// @dev The counter's turn at stage `want` for a refutation, which decides the game or reverts: its clock is
+    ///      checked but not charged (no clock is read after a decision; the write would cost the deciding move).
+    function _deciding(uint256 gameId, Stage want) private view returns (Game storage s) {
+        s = _at(gameId, want);
+        if (msg.sender != s.g.counter) revert Bisection.NotYourTurn(msg.sender, s.g.counter);
+        s.g.checkTurn(msg.sender);
     }
 
     /// @dev `m` is about the disputed element and the claimant's block exponents (the referee proves its op is the

@@ -141,8 +141,9 @@ interface IStepGame {
     event ChunkNarrowed(uint256 indexed gameId, uint256 index);
     /// @notice The claimant's chunk `index` of the output: the counter refutes one of its elements next.
     event ChunkRevealed(uint256 indexed gameId, uint256 index, bytes32 chunk);
-    /// @notice The counter disputes output element `element` of the opened dot op; its own sum is `n`.
-    event DotChallenged(uint256 indexed gameId, uint256 element, int256 n);
+    /// @notice The counter disputes output element `element` of the opened dot op; its own sum is `n`, its prefix sum
+    ///         at the midpoint of the multiply-adds `atMid` (the first move of the bisection over them).
+    event DotChallenged(uint256 indexed gameId, uint256 element, int256 n, bytes32 atMid);
     /// @notice The claimant's sum for that element: N, its block exponents and the sum's length K. Where the two
     ///         sums differ the sides bisect over the K prefix sums next (position p: the sum of the first p
     ///         multiply-adds); where they agree only a block exponent can still be refuted.

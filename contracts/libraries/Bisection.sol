@@ -148,15 +148,21 @@ library Bisection {
     ///         off its clock, and the turn's time restarts. Also for the moves of a game's other stages, which
     ///         share these clocks.
     function charge(Game storage g, address caller) internal {
+        checkTurn(g, caller);
+        uint64 spent = uint64(block.timestamp) - g.turnStarted;
+        if (g.counterToMove) g.counterClock -= spent;
+        else g.claimantClock -= spent;
+        g.turnStarted = uint64(block.timestamp);
+    }
+
+    /// @notice `caller` may move now: it is the side to move, inside its clock (`charge` without charging: for a
+    ///         move that ends the game, after which no clock is read).
+    function checkTurn(Game storage g, address caller) internal view {
         address expected = mover(g);
         if (caller != expected) revert NotYourTurn(caller, expected);
         uint64 due = deadline(g);
         // INVARIANT: a side that let its clock run out cannot move any more; it can only be timed out.
         if (block.timestamp > due) revert ClockExpired(caller, due);
-        uint64 spent = uint64(block.timestamp) - g.turnStarted;
-        if (g.counterToMove) g.counterClock -= spent;
-        else g.claimantClock -= spent;
-        g.turnStarted = uint64(block.timestamp);
     }
 
     /// @notice The side to move, once its clock ran out (reverts `ClockRunning` before), at any stage.

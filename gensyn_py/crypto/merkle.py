@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sha3 import keccak_256
+
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.errors import VerificationError
 
@@ -20,14 +22,15 @@ def hash_pair(a: bytes, b: bytes) -> bytes:
 def _levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
     if not leaves:
         raise VerificationError("a Merkle tree needs at least one leaf")
-    for leaf in leaves:
-        if len(leaf) != 32:
-            raise VerificationError(f"Merkle leaves are 32 bytes, got {len(leaf)}")
+    if set(map(len, leaves)) != {32}:
+        bad = next(len(leaf) for leaf in leaves if len(leaf) != 32)
+        raise VerificationError(f"Merkle leaves are 32 bytes, got {bad}")
     levels = [list(leaves)]
     while len(levels[-1]) > 1:
         cur = levels[-1]
-        # hash_pair, inlined; an odd last node has no partner and is promoted below
-        nxt = [keccak256(a + b if a < b else b + a) for a, b in zip(cur[0::2], cur[1::2], strict=False)]
+        # hash_pair, inlined, with the C keccak called directly (a tensor's tree is tens of thousands of these, and
+        # the wrapper's call is a tenth of each); an odd last node has no partner and is promoted below
+        nxt = [keccak_256(a + b if a < b else b + a).digest() for a, b in zip(cur[0::2], cur[1::2], strict=False)]
         if len(cur) % 2:
             nxt.append(cur[-1])
         levels.append(nxt)
@@ -45,9 +48,13 @@ def merkle_root(leaves: Sequence[bytes]) -> bytes:
 
 def merkle_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:
     """Sibling hashes from leaf `index` up to the root (promoted levels contribute nothing)."""
-    levels = _levels(leaves)
-    if not 0 <= index < len(leaves):
-        raise VerificationError(f"leaf index {index} out of range for {len(leaves)} leaves")
+    return levels_proof(_levels(leaves), index)
+
+
+def levels_proof(levels: Sequence[Sequence[bytes]], index: int) -> list[bytes]:
+    """``merkle_proof`` read from the tree's levels (``merkle_levels``), for a side that opens several leaves."""
+    if not 0 <= index < len(levels[0]):
+        raise VerificationError(f"leaf index {index} out of range for {len(levels[0])} leaves")
     proof: list[bytes] = []
     for level in levels[:-1]:
         sibling = index ^ 1

@@ -213,10 +213,14 @@ class GamePlayer:
         if stage == StepStage.REVEAL_CHUNK:
             _, index, _, _, _ = self.steps.descent_of(gid, block=at)
             return "revealChunk", (side.chunk(i, index),)
-        element = int(self._last(gid, "DotChallenged")["element"])  # type: ignore[index]
+        challenge = self._last(gid, "DotChallenged")
+        assert challenge is not None, f"step game {gid} has no dot challenge"
+        element = int(challenge["element"])
         if stage == StepStage.DOT_ANSWER:
             nf = side.non_finite(i, element)
-            return ("declareNonFinite", nf) if nf is not None else ("answerDot", side.dot_answer(i, element))
+            if nf is not None:
+                return "declareNonFinite", nf
+            return "answerDot", side.dot_answer(i, element, bytes(challenge["atMid"]))
         if stage == StepStage.DOT_BISECT:
             is_pending, root = self.steps.pending_of(gid, block=at)
             m = next_move(lo, hi, root if is_pending else None, side.dot_positions(i, element))

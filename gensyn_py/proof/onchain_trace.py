@@ -105,7 +105,8 @@ def tensor_ref(trace: Trace, tensor_id: int) -> TensorRef:
 
 
 def open_element(trace: Trace, tensor_id: int, element: int) -> ElementOpening:
-    return opening_of(trace.values[tensor_id], element)
+    p = prove_element(trace.values[tensor_id], element, trace.data_levels(tensor_id))
+    return ElementOpening(element, p.chunk_index, p.chunk, p.proof)
 
 
 def element_bits(arr: np.ndarray[Any, Any], element: int) -> int:

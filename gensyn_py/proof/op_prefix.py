@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sha3 import keccak_256
+
 from gensyn_py.crypto.merkle import hash_pair
 
 ZERO = bytes(32)
@@ -48,9 +50,32 @@ def prefix_roots(leaves: Sequence[bytes], depth: int) -> list[bytes]:
         at = i
         for h in range(depth):
             at //= 2
-            levels[h + 1][at] = hash_pair(levels[h][2 * at], levels[h][2 * at + 1])
+            a, b = levels[h][2 * at], levels[h][2 * at + 1]
+            levels[h + 1][at] = keccak_256(a + b if a < b else b + a).digest()  # hash_pair, inlined (n_ops x depth)
         roots.append(levels[depth][0])
     return roots
+
+
+def prefix_levels(leaves: Sequence[bytes], filled: int, depth: int) -> list[list[bytes]]:
+    """Every level of the prefix tree of `filled` ops (slots >= filled empty), leaves first: what ``path_of`` reads
+    a slot's path from, so a side opening several ops in one prefix builds its tree once."""
+    if not 0 <= filled <= len(leaves):
+        raise ValueError(f"prefix {filled} out of range")
+    zeros = zero_roots(depth)
+    level = [*leaves[:filled], *[ZERO] * ((1 << depth) - filled)][:1 << depth]
+    levels = [level]
+    for h in range(depth):
+        level = [zeros[h + 1] if left == right == zeros[h] else hash_pair(left, right)
+                 for left, right in zip(level[0::2], level[1::2], strict=True)]
+        levels.append(level)
+    return levels
+
+
+def path_of(levels: Sequence[Sequence[bytes]], slot: int) -> list[bytes]:
+    """Sibling hashes from `slot` up to the root of the prefix tree with `levels` (``prefix_levels``)."""
+    if not 0 <= slot < len(levels[0]):
+        raise ValueError(f"slot {slot} out of range")
+    return [level[(slot >> h) ^ 1] for h, level in enumerate(levels[:-1])]
 
 
 def slot_path(leaves: Sequence[bytes], slot: int, filled: int, depth: int) -> list[bytes]:
@@ -60,16 +85,4 @@ def slot_path(leaves: Sequence[bytes], slot: int, filled: int, depth: int) -> li
     it opens op `slot` in the prefix of `filled` ops (``TraceProofs.verifyOp``)."""
     if not 0 <= slot < 1 << depth or not 0 <= filled <= len(leaves):
         raise ValueError(f"slot {slot} or prefix {filled} out of range")
-    zeros = zero_roots(depth)
-    level = [leaves[j] if j < filled else ZERO for j in range(1 << depth)]
-    path: list[bytes] = []
-    at = slot
-    for h in range(depth):
-        path.append(level[at ^ 1])
-        nxt = []
-        for j in range(len(level) // 2):
-            left, right = level[2 * j], level[2 * j + 1]
-            nxt.append(zeros[h + 1] if left == right == zeros[h] else hash_pair(left, right))
-        level = nxt
-        at //= 2
-    return path
+    return path_of(prefix_levels(leaves, filled, depth), slot)

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, overload
 
 from gensyn_py.chain.bisection import Move, next_move
 from gensyn_py.crypto.merkle import merkle_proof
+from gensyn_py.proof.replay_snapshots import Snapshots
 from gensyn_py.proof.state import canonical_arrays, key_hash, state_keys, state_root
 from gensyn_py.proof.step_program import ops_root
 from gensyn_py.proof.step_side import StepSide
 from gensyn_py.proof.step_table import StepTable, batch_root_of
 from gensyn_py.proof.step_trace import trace_step
-from gensyn_py.proof.tensor_commit import tensor_root
+from gensyn_py.proof.tensor_commit import DataRoots, tensor_root
 from gensyn_py.proof.trace import Trace, TraceError, TracingBackend
 
 if TYPE_CHECKING:
@@ -100,17 +101,21 @@ def next_state(state: Mapping[str, torch.Tensor], trace: Trace) -> dict[str, tor
     return out
 
 
-def entries(state: Mapping[str, np.ndarray[Any, Any]]) -> tuple[list[bytes], list[bytes]]:
-    """(key hashes, tensor roots) of a state, in the state tree's order (``ISegmentGame.StateEntries``)."""
+def entries(state: Mapping[str, np.ndarray[Any, Any]], data: DataRoots | None = None
+            ) -> tuple[list[bytes], list[bytes]]:
+    """(key hashes, tensor roots) of a state, in the state tree's order (``ISegmentGame.StateEntries``); the data
+    roots looked up in and kept in `data` when given."""
     keys = state_keys(state)
-    return [key_hash(k) for k in keys], [tensor_root(state[k]) for k in keys]
+    return [key_hash(k) for k in keys], [tensor_root(state[k], data) for k in keys]
 
 
 class StateRoots(Sequence[bytes]):
-    """The state roots of `states`, hashed on demand and kept."""
+    """The state roots of `states`, hashed on demand and kept; the tensors' data roots are looked up in and kept in
+    `data` when given (a tensor a step leaves as it was, the RNG state, say, is hashed once)."""
 
-    def __init__(self, states: list[dict[str, np.ndarray[Any, Any]]]) -> None:
+    def __init__(self, states: list[dict[str, np.ndarray[Any, Any]]], data: DataRoots | None = None) -> None:
         self._states = states
+        self._data = data
         self._roots: dict[int, bytes] = {}
 
     def __len__(self) -> int:
@@ -127,7 +132,7 @@ class StateRoots(Sequence[bytes]):
             return [self[j] for j in range(*i.indices(len(self)))]
         j = range(len(self))[i]
         if j not in self._roots:
-            self._roots[j] = state_root(self._states[j])
+            self._roots[j] = state_root(self._states[j], self._data)
         return self._roots[j]
 
 
@@ -143,9 +148,21 @@ class SegmentSide:
         self.spec, self.dataset = spec, trainer.dataset
         self.round, self.shard, self.first = trainer.round, trainer.shard, trainer.step
         self.table, self.flip = table, flip
+        # This side's data roots by content, shared by its state roots, its traces and its reveal: a state's tensor,
+        # the trace input that reads it and the output that writes the next one are hashed once (one per side, as
+        # two nodes would each hash their own).
+        self._data: DataRoots = {}
         self.states = [canonical_arrays(trainer.state_dict())]
+        fast = Snapshots.of(trainer, self.states[0])
+        shots = []
         for _ in range(spec.checkpoint_interval):
             self._advance(trainer)
+            if fast is None:
+                self.states.append(canonical_arrays(trainer.state_dict()))
+            else:
+                shots.append(fast.take(trainer))
+        if fast is not None:
+            self.states += [fast.state(shot) for shot in shots]
         self._trainer = trainer
 
     def _advance(self, trainer: Trainer) -> None:
@@ -153,13 +170,12 @@ class SegmentSide:
             flipped_step(trainer, self.flip)
         else:
             trainer.train_step()
-        self.states.append(canonical_arrays(trainer.state_dict()))
 
     @cached_property
     def roots(self) -> StateRoots:
         """The state root after 0, 1, ..., interval steps of the segment, each hashed when first asked for: a game
         asks for about log2(interval) of them, and hashing a state costs more than the step that made it."""
-        return StateRoots(self.states)
+        return StateRoots(self.states, self._data)
 
     def move(self, lo: int, hi: int, pending: bytes | None) -> Move:
         """This side's bisection move (``SegmentGame.moveSteps``)."""
@@ -179,7 +195,9 @@ class SegmentSide:
         trainer = self._trainer
         trainer.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in self.states[t].items()})
         flip = self.flip if self.flip is not None and self.flip.step == self.first + t else None
-        return trace_step(trainer, None if flip is None else _Flipping(_torch(), flip))
+        trace = trace_step(trainer, None if flip is None else _Flipping(_torch(), flip))
+        trace.data_roots = self._data
+        return trace
 
     @cache  # noqa: B019
     def step_side(self, t: int) -> StepSide:
@@ -193,9 +211,9 @@ class SegmentSide:
         step = self.first + t
         proof = merkle_proof(self.table.leaves(), self.table.position(self.round, self.shard, step))
         opened = [side.open_op(trace.outputs[k], side.n_ops).as_arg() for k in outputs if k != LOSS]
+        before, after = entries(self.states[t], self._data), entries(self.states[t + 1], self._data)
         return (ops_root(trace), [key_hash(k) for k in outputs], [trace.outputs[k] for k in outputs],
-                batch_root_of(trace), proof, entries(self.states[t]), entries(self.states[t + 1]), side.n_ops,
-                side.root, opened)
+                batch_root_of(trace), proof, before, after, side.n_ops, side.root, opened)
 
 
 def _torch() -> Any:

@@ -20,12 +20,13 @@ hashes any canonical safetensors file: a model-only weights file included.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.crypto.merkle import merkle_proof, merkle_root
 from gensyn_py.errors import VerificationError
-from gensyn_py.proof.tensor_commit import tensor_root
+from gensyn_py.proof.tensor_commit import DataRoots, tensor_root
 from gensyn_py.proof.trace import attrs_hash
 
 if TYPE_CHECKING:
@@ -67,14 +68,16 @@ def decode_state(data: bytes) -> dict[str, torch.Tensor]:
     return dict(state)
 
 
+@lru_cache(maxsize=4096)  # a state's few keys, hashed (canonical JSON) on every sort by them
 def key_hash(key: str) -> bytes:
     """keccak256 of the canonical JSON of ``[key]``: a state entry's key, and a named input op's attributes."""
     return attrs_hash((key,))
 
 
-def state_entry(key: str, tensor: np.ndarray[Any, Any]) -> bytes:
-    """The state tree's leaf of tensor `key`: a step trace's input leaf of the same name and value."""
-    return keccak256(key_hash(key) + tensor_root(tensor))
+def state_entry(key: str, tensor: np.ndarray[Any, Any], data: DataRoots | None = None) -> bytes:
+    """The state tree's leaf of tensor `key`: a step trace's input leaf of the same name and value (its data root
+    looked up in and kept in `data` when given)."""
+    return keccak256(key_hash(key) + tensor_root(tensor, data))
 
 
 def state_keys(tensors: Mapping[str, Any]) -> list[str]:
@@ -82,15 +85,16 @@ def state_keys(tensors: Mapping[str, Any]) -> list[str]:
     return sorted(tensors, key=key_hash)
 
 
-def _entries(tensors: Mapping[str, np.ndarray[Any, Any]]) -> list[bytes]:
+def _entries(tensors: Mapping[str, np.ndarray[Any, Any]], data: DataRoots | None = None) -> list[bytes]:
     if not tensors:
         raise VerificationError("a state holds at least one tensor")
-    return [state_entry(k, tensors[k]) for k in state_keys(tensors)]
+    return [state_entry(k, tensors[k], data) for k in state_keys(tensors)]
 
 
-def state_root(tensors: Mapping[str, np.ndarray[Any, Any]]) -> bytes:
-    """The Merkle root of the entries of canonical `tensors`, in key-hash order."""
-    return merkle_root(_entries(tensors))
+def state_root(tensors: Mapping[str, np.ndarray[Any, Any]], data: DataRoots | None = None) -> bytes:
+    """The Merkle root of the entries of canonical `tensors`, in key-hash order (the tensors' data roots looked up
+    in and kept in `data` when given: a tensor a step left unchanged is hashed once)."""
+    return merkle_root(_entries(tensors, data))
 
 
 def state_proof(tensors: Mapping[str, np.ndarray[Any, Any]], key: str) -> list[bytes]:

@@ -37,7 +37,7 @@ from gensyn_py.proof.onchain_trace import (
     open_op,
     tensor_ref,
 )
-from gensyn_py.proof.op_prefix import depth_for, prefix_roots, slot_path
+from gensyn_py.proof.op_prefix import depth_for, path_of, prefix_levels, prefix_roots, slot_path
 from gensyn_py.proof.prefix_sums import PartialOpening, int256, partial_leaf
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.tensor_commit import CHUNK, chunk_of
@@ -79,6 +79,7 @@ class StepSide:
         self.state = state
         self._trees: dict[int, DataTree] = {}
         self._sums: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._prefixes: dict[int, list[list[bytes]]] = {}  # prefix trees by ops filled, kept for ``open_op``
 
     @cached_property
     def leaves(self) -> list[bytes]:
@@ -116,8 +117,11 @@ class StepSide:
         """Op i's leaf with its slot path in the prefix of `filled` ops: by default the claimant's opening of the
         disputed op (``StepGame.openOp``: the prefix of i ops); with ``n_ops`` op i opened in the whole trace."""
         o = open_op(self.trace, i)
-        return OpOpening(o.index, o.code_hash, o.attrs_hash, o.inputs, o.output_root,
-                         tuple(slot_path(self.leaves, i, i if filled is None else filled, self.depth)))
+        filled = i if filled is None else filled
+        levels = self._prefixes.get(filled)
+        if levels is None:  # the reveal opens every named output in the whole trace: one tree for all of them
+            levels = self._prefixes[filled] = prefix_levels(self.leaves, filled, self.depth)
+        return OpOpening(o.index, o.code_hash, o.attrs_hash, o.inputs, o.output_root, tuple(path_of(levels, i)))
 
     def refutation(self, opened: OpOpening) -> Refutation | None:
         """The counter's refutation of the claimant's opening of op i (None when this side finds none), checked in
@@ -156,7 +160,7 @@ class StepSide:
         if wrong is None:
             return None
         if t.ops[i].code in DOT_OPS:
-            return Refutation("challengeDot", (opened.as_arg(), wrong, self.dot_sums(i, wrong)[-1]))
+            return self.dot_challenge(opened, wrong)
         if t.ops[i].code in ROW_OPS:
             return Refutation("challengeRow", (opened.as_arg(), wrong))
         out = self._out(opened)
@@ -343,14 +347,24 @@ class StepSide:
             sums = self._sums[(i, element)] = dot_partials(self.trace, i, element)
         return sums
 
-    def dot_answer(self, i: int, element: int) -> tuple[Any, ...]:
+    def dot_challenge(self, opened: OpOpening, element: int) -> Refutation:
+        """The counter's ``challengeDot`` of `element`: its sum N and its prefix sum at the first midpoint (the first
+        move of the bisection over prefix sums, made with the challenge)."""
+        sums = self.dot_sums(opened.index, element)
+        at_mid = self.dot_positions(opened.index, element)[midpoint(0, len(sums))] if len(sums) > 1 else bytes(32)
+        return Refutation("challengeDot", (opened.as_arg(), element, sums[-1], at_mid))
+
+    def dot_answer(self, i: int, element: int, counter_mid: bytes) -> tuple[Any, ...]:
         """The claimant's ``answerDot`` arguments after the game id: the witnesses of its block exponents, its
-        output element, its sum N and its first move of the bisection over prefix sums (its sum at the midpoint)."""
+        output element, its sum N and its move of the bisection over prefix sums on the counter's sum at the
+        midpoint (`counter_mid`, posted with its ``challengeDot``)."""
         sums = self.dot_sums(i, element)
         m = dot_move(self.trace, i, element, 0, sums)
-        at_mid = self.dot_positions(i, element)[midpoint(0, len(sums))] if len(sums) > 1 else bytes(32)
+        z = bytes(32)
+        move = next_move(0, len(sums), counter_mid, self.dot_positions(i, element)) if len(sums) > 1 else None
         return ((bare(self.open_op(i)), *m[1:]), tensor_ref(self.trace, i).as_arg(),
-                open_element(self.trace, i, element).as_arg(), sums[-1], at_mid)
+                open_element(self.trace, i, element).as_arg(), sums[-1],
+                *((move.at_pending, move.at_next) if move is not None else (z, z)))
 
     def non_finite(self, i: int, element: int) -> tuple[Any, ...] | None:
         """The claimant's ``declareNonFinite`` arguments after the game id when the element's row of A or column of B

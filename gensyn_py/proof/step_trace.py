@@ -18,6 +18,7 @@ from gensyn_py.errors import TrainingError
 from gensyn_py.proof.trace import Trace, TracingBackend
 
 if TYPE_CHECKING:
+    from gensyn_py.train.repro_step import ReproStep
     from gensyn_py.train.trainer import Trainer
 
 
@@ -26,12 +27,23 @@ def trace_step(trainer: Trainer, tracer: TracingBackend | None = None) -> Trace:
     optimizer state by their state keys, the batch (``x``, ``y``) and ``lr``; outputs the loss and the next state's
     parameters and optimizer state by the same keys. `tracer` (a fresh ``TracingBackend`` over the torch backend
     by default) records it: a subclass may change what an op computes, as a cheat does."""
-    from gensyn_py.repro.backend import TORCH
-    from gensyn_py.train.repro_step import FLAT_KEYS, ReproStep, train_step, unflatten
+    import torch
+
+    from gensyn_py.train.repro_step import ReproStep
 
     rt = trainer.engine
     if not isinstance(rt, ReproStep):
         raise TrainingError("trace_step needs a trainer in repro mode")
+    # As the engine's own step: the repro step runs its own backward (`repro.tape`), and torch's autograd
+    # bookkeeping would cost every traced op a few microseconds (a quarter of tracing a small step).
+    with torch.no_grad():
+        return _trace(trainer, rt, tracer)
+
+
+def _trace(trainer: Trainer, rt: ReproStep, tracer: TracingBackend | None) -> Trace:
+    from gensyn_py.repro.backend import TORCH
+    from gensyn_py.train.repro_step import FLAT_KEYS, train_step, unflatten
+
     prog, state = rt.prog, trainer.state_dict()
     flat_keys = FLAT_KEYS[prog.optimizer.name]
     x, y = trainer.batch(trainer.step)

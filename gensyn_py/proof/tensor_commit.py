@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+from sha3 import keccak_256
 
 from gensyn_py.crypto.hashing import keccak256, uint256
-from gensyn_py.crypto.merkle import merkle_proof, merkle_root, process_proof
+from gensyn_py.crypto.merkle import hash_pair, levels_proof, merkle_levels, merkle_proof, merkle_root, process_proof
 from gensyn_py.errors import VerificationError
 
 CHUNK = 32  # bytes per Merkle leaf: one EVM word (8 float32)
@@ -37,39 +38,76 @@ def _header(arr: np.ndarray[Any, Any]) -> bytes:
 def tensor_leaves(arr: np.ndarray[Any, Any]) -> list[bytes]:
     """keccak256(uint256 chunk index ++ 32 bytes) per 32-byte chunk of the little-endian element bytes,
     the last chunk zero-padded (one zero chunk for an empty tensor)."""
-    return _leaves(_raw(arr))
+    return _leaves(_padded(_raw(arr)))
 
 
-def _leaves(raw: bytes) -> list[bytes]:
-    """``tensor_leaves`` of element bytes."""
-    raw += bytes(-len(raw) % CHUNK or (CHUNK if not raw else 0))
-    n = len(raw) // CHUNK
+def _padded(raw: bytes) -> bytes:
+    """Element bytes zero-padded to whole chunks (one zero chunk for none): the data the leaves hold."""
+    return raw + bytes(-len(raw) % CHUNK or (CHUNK if not raw else 0))
+
+
+def _leaves(data: bytes, first: int = 0) -> list[bytes]:
+    """The leaves of whole chunks `data`, chunk k of it being the tensor's chunk `first` + k."""
+    n = len(data) // CHUNK
     # Every leaf's preimage laid out at once (32-byte big-endian index, then the chunk): one keccak call per leaf
-    # and no Python-level byte building, 2.5x faster than building each preimage.
+    # and no Python-level byte building, 2.5x faster than building each preimage.  Slices of one bytes object, fed
+    # to the C keccak directly: a memoryview slice costs the call a buffer export, a third of its time.
     pre = np.zeros((n, 2 * CHUNK), np.uint8)
-    pre[:, CHUNK - 8:CHUNK] = np.arange(n, dtype=">u8").view(np.uint8).reshape(n, 8)
-    pre[:, CHUNK:] = np.frombuffer(raw, np.uint8).reshape(n, CHUNK)
-    view = memoryview(pre.tobytes())
-    return [keccak256(view[k * 2 * CHUNK:(k + 1) * 2 * CHUNK]) for k in range(n)]
+    pre[:, CHUNK - 8:CHUNK] = np.arange(first, first + n, dtype=">u8").view(np.uint8).reshape(n, 8)
+    pre[:, CHUNK:] = np.frombuffer(data, np.uint8).reshape(n, CHUNK)
+    flat = pre.tobytes()
+    return [keccak_256(flat[k:k + 2 * CHUNK]).digest() for k in range(0, len(flat), 2 * CHUNK)]
 
 
-def tensor_root(arr: np.ndarray[Any, Any]) -> bytes:
-    """keccak256(uint256 dtype code ++ uint256 ndim ++ uint256 dims... ++ Merkle root of the chunk leaves)."""
-    return keccak256(_header(arr) + merkle_root(tensor_leaves(arr)))
+# Data roots (the Merkle root of the chunk leaves, before the header) by content key (``_content_key``): whoever
+# holds one hashes a tensor's bytes once however many tensors carry them (a reshape's output and its input, a
+# state's tensor and the trace input or output that reads or writes it).
+DataRoots: TypeAlias = dict[bytes, bytes]
 
 
-def tensor_roots(arrs: list[np.ndarray[Any, Any]]) -> list[bytes]:
+def _content_key(data: bytes) -> bytes:
+    """Chunks told apart by their BLAKE2b digest and length (BLAKE2b runs at memory speed; the keccak tree costs a
+    microsecond per 32 bytes)."""
+    return hashlib.blake2b(data, digest_size=32).digest() + len(data).to_bytes(8, "big")
+
+
+def _data_root(raw: bytes, data: DataRoots | None) -> bytes:
+    return merkle_root(_leaves(_padded(raw))) if data is None else _kept_root(_padded(raw), data)
+
+
+def _kept_root(chunks: bytes, data: DataRoots) -> bytes:
+    """The data root of whole chunks, looked up in and kept in `data`.
+
+    A tree of n chunks, n not a power of two, is ``hash_pair`` of the complete tree over its first m chunks (m the
+    largest power of two below n) and the tree over the rest (whose odd nodes are promoted as in the whole tree;
+    ``crypto.merkle``).  That first subtree is the data root of those m chunks on their own, so it is looked up as
+    one: a step's flat parameter vector (and every elementwise update of it) starts with the bytes of its first
+    parameter, and their trees share that subtree."""
+    key = _content_key(chunks)
+    root = data.get(key)
+    if root is None:
+        n = len(chunks) // CHUNK
+        if n & (n - 1) == 0:  # a power of two (one chunk included): one complete tree
+            root = merkle_root(_leaves(chunks))
+        else:
+            m = 1 << (n.bit_length() - 1)
+            root = hash_pair(_kept_root(chunks[:m * CHUNK], data), merkle_root(_leaves(chunks[m * CHUNK:], m)))
+        data[key] = root
+    return root
+
+
+def tensor_root(arr: np.ndarray[Any, Any], data: DataRoots | None = None) -> bytes:
+    """keccak256(uint256 dtype code ++ uint256 ndim ++ uint256 dims... ++ Merkle root of the chunk leaves); the
+    data root is looked up in (and added to) `data` when given."""
+    header = _header(arr)
+    return keccak256(header + _data_root(_raw(arr), data))
+
+
+def tensor_roots(arrs: list[np.ndarray[Any, Any]], data: DataRoots | None = None) -> list[bytes]:
     """``tensor_root`` of each array; arrays with the same bytes (a reshape's output and its input, a copy) share
-    one data tree, hashed once (the bytes are told apart by their BLAKE2b digest and length)."""
-    data: dict[bytes, bytes] = {}
-    roots = []
-    for arr in arrs:
-        raw = _raw(arr)
-        key = hashlib.blake2b(raw, digest_size=32).digest() + len(raw).to_bytes(8, "big")
-        if key not in data:
-            data[key] = merkle_root(_leaves(raw))
-        roots.append(keccak256(_header(arr) + data[key]))
-    return roots
+    one data tree, hashed once, in `data` when given (kept for later calls) or else for this call."""
+    data = {} if data is None else data
+    return [tensor_root(arr, data) for arr in arrs]
 
 
 def chunk_of(arr: np.ndarray[Any, Any], index: int) -> bytes:
@@ -87,11 +125,18 @@ class ElementProof:
     proof: tuple[bytes, ...]
 
 
-def prove_element(arr: np.ndarray[Any, Any], element: int) -> ElementProof:
-    leaves = tensor_leaves(arr)
+def tensor_levels(arr: np.ndarray[Any, Any]) -> list[list[bytes]]:
+    """Every level of the tensor's data tree, leaves first (``crypto.merkle.merkle_levels``)."""
+    return merkle_levels(tensor_leaves(arr))
+
+
+def prove_element(arr: np.ndarray[Any, Any], element: int, levels: list[list[bytes]] | None = None) -> ElementProof:
+    """Element `element`'s chunk and path; `levels`, when given, are the tensor's (``tensor_levels``), read rather
+    than rebuilt."""
     c = element * arr.dtype.itemsize // CHUNK
     raw = _raw(arr) + bytes(CHUNK)
-    return ElementProof(c, raw[c * CHUNK:(c + 1) * CHUNK], tuple(merkle_proof(leaves, c)))
+    proof = merkle_proof(tensor_leaves(arr), c) if levels is None else levels_proof(levels, c)
+    return ElementProof(c, raw[c * CHUNK:(c + 1) * CHUNK], tuple(proof))
 
 
 def verify_element(root: bytes, shape: tuple[int, ...], dtype: str, element: int, value: np.ndarray[Any, Any],

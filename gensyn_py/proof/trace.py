@@ -23,9 +23,17 @@ from typing import Any, cast
 import numpy as np
 
 from gensyn_py.crypto.hashing import keccak256, uint256
-from gensyn_py.crypto.merkle import merkle_proof, merkle_root, verify_proof
+from gensyn_py.crypto.merkle import levels_proof, merkle_levels, verify_proof
 from gensyn_py.errors import VerificationError
-from gensyn_py.proof.tensor_commit import ElementProof, prove_element, tensor_root, tensor_roots, verify_element
+from gensyn_py.proof.tensor_commit import (
+    DataRoots,
+    ElementProof,
+    prove_element,
+    tensor_levels,
+    tensor_root,
+    tensor_roots,
+    verify_element,
+)
 from gensyn_py.repro import reference as R
 from gensyn_py.repro.opset import CONSTANT, ELEMENTWISE, MOVEMENT, OP_ARGS
 
@@ -70,8 +78,12 @@ def _denorm(a: Any) -> Any:
     return a
 
 
+# json.dumps(obj, separators=(",", ":"), sort_keys=True) is this encoder's encode(obj); made once, not per call
+_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
+
+
 def _attrs_json(attrs: tuple[Any, ...]) -> bytes:
-    return json.dumps(_norm(attrs), separators=(",", ":"), sort_keys=True).encode()
+    return _JSON.encode(_norm(attrs)).encode()
 
 
 def attrs_hash(attrs: tuple[Any, ...]) -> bytes:
@@ -84,11 +96,17 @@ def attrs_hash(attrs: tuple[Any, ...]) -> bytes:
 
 @dataclass
 class Trace:
-    """Ops, the recorded value of every tensor (tensor i is the output of op i), and named outputs."""
+    """Ops, the recorded value of every tensor (tensor i is the output of op i), and named outputs.
+
+    Its commitments (tensor roots, op leaves, the root's tree) are computed once, when first asked for, and kept:
+    a trace is not changed once recorded. `data_roots` is where its tensors' data roots are looked up and kept
+    (``tensor_commit.DataRoots``): a side that hashes states too passes its own, so bytes a state and the trace
+    share are hashed once."""
 
     ops: list[TraceOp]
     values: list[np.ndarray[Any, Any]]
     outputs: dict[str, int] = field(default_factory=dict)
+    data_roots: DataRoots = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def inputs(self) -> dict[str, int]:
@@ -106,21 +124,49 @@ class Trace:
 
     @cached_property
     def tensor_roots(self) -> list[bytes]:
-        return tensor_roots(self.values)
+        return tensor_roots(self.values, self.data_roots)
+
+    @cached_property
+    def op_leaves(self) -> list[bytes]:
+        """Every op's leaf (``op_leaf``), built once: a dispute opens several ops, and each leaf's attributes hash
+        (canonical JSON) costs more than its keccak."""
+        roots = self.tensor_roots
+        leaves = []
+        for i, op in enumerate(self.ops):
+            parts = [uint256(i), keccak256(op.code.encode()), attrs_hash(op.attrs)]
+            parts += [uint256(j) + roots[j] for j in op.inputs]
+            leaves.append(keccak256(b"".join([*parts, roots[i]])))
+        return leaves
 
     def op_leaf(self, i: int) -> bytes:
         """keccak256(uint256 i ++ keccak(code) ++ keccak(attrs JSON) ++ (uint256 id ++ root) per input ++ root i)."""
-        op, roots = self.ops[i], self.tensor_roots
-        parts = [uint256(i), keccak256(op.code.encode()), attrs_hash(op.attrs)]
-        parts += [uint256(j) + roots[j] for j in op.inputs]
-        return keccak256(b"".join([*parts, roots[i]]))
+        if not 0 <= i < len(self.ops):
+            raise IndexError(f"op {i} out of range for a trace of {len(self.ops)} ops")
+        return self.op_leaves[i]
+
+    @cached_property
+    def _op_levels(self) -> list[list[bytes]]:
+        """The tree over the op leaves (``crypto.merkle``), kept for ``op_proof``."""
+        return merkle_levels(self.op_leaves)
 
     @cached_property
     def root(self) -> bytes:
-        return merkle_root([self.op_leaf(i) for i in range(len(self.ops))])
+        return self._op_levels[-1][0]
 
     def op_proof(self, i: int) -> list[bytes]:
-        return merkle_proof([self.op_leaf(j) for j in range(len(self.ops))], i)
+        return levels_proof(self._op_levels, i)
+
+    def data_levels(self, i: int) -> list[list[bytes]]:
+        """The levels of tensor i's data tree (``tensor_commit.tensor_levels``), built when first asked for and kept:
+        a move opens elements of a few tensors, several of them more than once."""
+        levels = self._data_levels.get(i)
+        if levels is None:
+            levels = self._data_levels[i] = tensor_levels(self.values[i])
+        return levels
+
+    @cached_property
+    def _data_levels(self) -> dict[int, list[list[bytes]]]:
+        return {}
 
     def verify_op(self, i: int) -> bool:
         return verify_proof(self.op_leaf(i), self.op_proof(i), self.root)

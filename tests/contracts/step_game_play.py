@@ -113,11 +113,11 @@ def bisect(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount,
 
 def play_dot(p: Protocol, game: Any, played: Played, opened: OpOpening, element: int,
              claimant: tuple[LocalAccount, StepSide], counter: tuple[LocalAccount, StepSide]) -> Any:
-    """After the counter's `challengeDot` of `element`: the claimant answers (and makes the first move of the
-    bisection over prefix sums), both bisect, and the counter refutes the multiply-add it ends on."""
+    """After the counter's `challengeDot` of `element` (with the first move of the bisection over prefix sums): the
+    claimant answers (with its move on it), both bisect, and the counter refutes the multiply-add it ends on."""
     (ca, cs), (da, ds) = claimant, counter
     i, gid = opened.index, played.game_id
-    rc = p.tx(ca, game.functions.answerDot(gid, *cs.dot_answer(i, element)))
+    rc = p.tx(ca, game.functions.answerDot(gid, *cs.dot_answer(i, element, challenged_mid(p, game, gid))))
     played.count("claimant", rc)
     answer = p.events(rc, game, "DotAnswered")[0]["args"]
     k = bisect(p, game, played, claimant, counter, DOT_BISECT, "moveDot", lambda side: side.dot_positions(i, element))
@@ -126,6 +126,12 @@ def play_dot(p: Protocol, game: Any, played: Played, opened: OpOpening, element:
     prev, cur = (int.from_bytes(w, "big", signed=True) for w in (agreed, mine))
     move = ds.dot_step(opened, element, k, prev, cur, (answer["blockA"], answer["blockB"]))
     return refute(p, game, played, da, Refutation("refuteDotStep", (move,)))
+
+
+def challenged_mid(p: Protocol, game: Any, gid: int) -> bytes:
+    """The counter's prefix sum at the first midpoint, posted with its `challengeDot`."""
+    logs = game.events.DotChallenged().get_logs(from_block=0, argument_filters={"gameId": gid})
+    return bytes(logs[-1]["args"]["atMid"])
 
 
 def open_disputed(p: Protocol, game: Any, played: Played, claimant: tuple[LocalAccount, StepSide]) -> OpOpening:
@@ -152,12 +158,19 @@ def descend(p: Protocol, game: Any, played: Played, opened: OpOpening, claimant:
         move = side.descend(i, level, index, (left, right))
         moved = played.count(name, p.tx(acct, game.functions.descend(gid, *move)))
         rc = moved if p.events(moved, game, "ChunkRevealed") else None  # the claimant's move revealed it
-    _, index, chunks, _, _ = game.functions.descentOf(gid).call()
     if rc is None:  # the counter's move reached the chunk: the claimant reveals it on its own
         assert game.functions.gameOf(gid).call()[0] == REVEAL_CHUNK
+        index = game.functions.descentOf(gid).call()[1]
         rc = played.count("claimant", p.tx(ca, game.functions.revealChunk(gid, cs.chunk(i, index))))
-    chunk = p.events(rc, game, "ChunkRevealed")[0]["args"]["chunk"]
-    logs = game.events.Children().get_logs(from_block=0, argument_filters={"gameId": gid, "mover": ca.address})
+    return revealed_chunk(p, game, gid, ca.address, rc)
+
+
+def revealed_chunk(p: Protocol, game: Any, gid: int, claimant: str, receipt: Any) -> RevealedChunk:
+    """What the counter knows of the chunk `receipt` revealed: the chunk, and its path from the claimant's
+    `Children` events."""
+    _, index, chunks, _, _ = game.functions.descentOf(gid).call()
+    chunk = p.events(receipt, game, "ChunkRevealed")[0]["args"]["chunk"]
+    logs = game.events.Children().get_logs(from_block=0, argument_filters={"gameId": gid, "mover": claimant})
     posted = {(e["args"]["level"], e["args"]["index"]): (e["args"]["left"], e["args"]["right"]) for e in logs}
     return RevealedChunk(index, chunk, sibling_path(posted, index, chunks))
 

@@ -34,6 +34,7 @@ from tests.contracts.step_game_play import (
     CLOCK,
     WrongPartialSum,
     bisect,
+    challenged_mid,
     decided,
     deploy_step_game,
     descend,
@@ -42,6 +43,7 @@ from tests.contracts.step_game_play import (
     open_game,
     play_dot,
     refute,
+    revealed_chunk,
 )
 from tests.contracts.test_element_step import traced
 from tests.contracts.test_registry import expect
@@ -524,12 +526,13 @@ def test_an_honest_matmul_element_survives_a_counter_that_lies_about_one_multipl
     r = liar.refute_chunk(opened, revealed)
     assert r is not None and r.args[1] == MATMUL_ELEMENT
     refute(p, game, played, a[3], r)
-    rc = p.tx(a[2], game.functions.answerDot(gid, *claimant.dot_answer(i, MATMUL_ELEMENT)))
+    mid = challenged_mid(p, game, gid)
+    rc = p.tx(a[2], game.functions.answerDot(gid, *claimant.dot_answer(i, MATMUL_ELEMENT, mid)))
     answer = p.events(rc, game, "DotAnswered")[0]["args"]
     assert game.functions.gameOf(gid).call()[0] == DOT_BISECT
     assert answer["length"] == 64 and answer["n"] == claimant.dot_sums(i, MATMUL_ELEMENT)[-1]
     # Its block exponents are the maxima: no entry refutes them.
-    m, *_ = claimant.dot_answer(i, MATMUL_ELEMENT)
+    m, *_ = claimant.dot_answer(i, MATMUL_ELEMENT, mid)
     for of_a, wit in ((True, m[7]), (False, m[8])):
         expect(p, "NotRefuted", a[3], game.functions.refuteBlock(gid, m, wit, of_a))
     k = bisect(p, game, played, (a[2], claimant), (a[3], liar), DOT_BISECT, "moveDot",
@@ -557,15 +560,16 @@ def test_a_dot_answer_must_round_to_the_committed_element(proto: Protocol, game:
     gid = played.game_id
     cheat_n = cheat.dot_sums(i, MATMUL_ELEMENT)[-1]
     # Only an element of the claimant's committed output (16 x 16) can be asked about: it could answer no other.
-    expect(p, "NoSuchElement", a[3], game.functions.challengeDot(gid, opened.as_arg(), 256, cheat_n))
-    p.tx(a[3], game.functions.challengeDot(gid, opened.as_arg(), MATMUL_ELEMENT, cheat_n))  # a counter that agrees
-    m, out, el, n, mid = cheat.dot_answer(i, MATMUL_ELEMENT)
+    z = bytes(32)
+    expect(p, "NoSuchElement", a[3], game.functions.challengeDot(gid, opened.as_arg(), 256, cheat_n, z))
+    p.tx(a[3], game.functions.challengeDot(gid, opened.as_arg(), MATMUL_ELEMENT, cheat_n, z))  # a counter that agrees
+    m, out, el, n, at_pending, at_next = cheat.dot_answer(i, MATMUL_ELEMENT, z)
     honest_n = StepSide(honest()).dot_sums(i, MATMUL_ELEMENT)[-1]
     # The honest sum does not round to the element it committed: it must stand by its own N.
-    expect(p, "SumDoesNotRound", a[2], game.functions.answerDot(gid, m, out, el, honest_n, mid))
+    expect(p, "SumDoesNotRound", a[2], game.functions.answerDot(gid, m, out, el, honest_n, at_pending, at_next))
     other = (m[0], m[1], m[2], MATMUL_ELEMENT + 1, *m[4:])
-    expect(p, "NotDisputedElement", a[2], game.functions.answerDot(gid, other, out, el, n, mid))
-    p.tx(a[2], game.functions.answerDot(gid, m, out, el, n, mid))
+    expect(p, "NotDisputedElement", a[2], game.functions.answerDot(gid, other, out, el, n, at_pending, at_next))
+    p.tx(a[2], game.functions.answerDot(gid, m, out, el, n, at_pending, at_next))
     # The same sum: nothing to bisect; only a block exponent could still be refuted, or the counter loses.
     assert game.functions.gameOf(gid).call()[0] == DOT_CHALLENGE
     expect(p, "NotRefuted", a[3], game.functions.refuteBlock(gid, m, m[7], True))
@@ -610,7 +614,7 @@ def test_a_dot_or_row_challenge_of_an_elementwise_op_reverts(proto: Protocol, ga
     p, a = proto, proto.accounts
     cheat = flipped(honest(), first("mul", after=20), 3)
     played, opened = play_to_refutation(p, game, StepSide(cheat), StepSide(honest()))
-    expect(p, "NotDotOp", a[3], game.functions.challengeDot(played.game_id, opened.as_arg(), 3, 0))
+    expect(p, "NotDotOp", a[3], game.functions.challengeDot(played.game_id, opened.as_arg(), 3, 0, bytes(32)))
     expect(p, "NotRowMax", a[3], game.functions.challengeRow(played.game_id, opened.as_arg(), 3))
 
 
@@ -670,6 +674,42 @@ def test_bad_descent_moves_revert_with_named_errors(proto: Protocol, game: Any) 
     assert game.functions.gameOf(gid).call()[0] == REFUTE
 
 
+def test_a_claimant_whose_own_descent_move_reaches_the_chunk_reveals_it_with_that_move(proto: Protocol,
+                                                                                         game: Any) -> None:
+    """The counter contests first, so the claimant's move ends a descent of an even number of levels (the sqrt's
+    output of 1,210 elements at chunk 0 takes 8): its chunk comes with that move, which must hold its leaf there."""
+    p, a = proto, proto.accounts
+    i = first("sqrt", after=20)
+    cheat, counter = StepSide(flipped(honest(), i, 0)), StepSide(honest())
+    played = open_game(p, game, honest(), (a[2], cheat), (a[3], counter))
+    gid = played.game_id
+    bisect(p, game, played, (a[2], cheat), (a[3], counter))
+    opened = open_disputed(p, game, played, (a[2], cheat))
+    sides = {a[2].address: (a[2], cheat), a[3].address: (a[3], counter)}
+
+    def one_move() -> Any:
+        level, index, _, pl, pr = game.functions.descentOf(gid).call()
+        acct, side = sides[game.functions.deadline(gid).call()[0]]
+        move = side.descend(i, level, index, (pl, pr))
+        if side is cheat and move[2:] == (cheat.chunk(i, 0), bytes(32)):  # this move reaches chunk 0
+            expect(p, "ChunkMismatch", a[2], game.functions.descend(gid, *move[:2], counter.chunk(i, 0), move[3]))
+        return p.tx(acct, game.functions.descend(gid, *move))
+
+    receipts = [one_move()]  # the counter's contest
+    while game.functions.gameOf(gid).call()[0] == DESCEND:
+        receipts.append(one_move())
+    assert len(receipts) == 8
+    rc = receipts[-1]
+    revealed = p.events(rc, game, "ChunkRevealed")
+    assert [(e["args"]["index"], e["args"]["chunk"]) for e in revealed] == [(0, cheat.chunk(i, 0))]
+    assert game.functions.gameOf(gid).call()[0] == REFUTE  # no separate reveal: the counter refutes next
+    expect(p, "WrongStage", a[2], game.functions.revealChunk(gid, cheat.chunk(i, 0)))
+    r = counter.refute_chunk(opened, revealed_chunk(p, game, gid, a[2].address, rc))
+    assert r is not None and r.function == "refuteElement"
+    out = decided(p, game, refute(p, game, played, a[3], r))
+    assert (out["winner"], out["reason"]) == (a[3].address, WRONG_ELEMENT)
+
+
 # ---- clocks: whoever runs out of time at any stage loses ----
 
 
@@ -698,9 +738,8 @@ def test_the_side_that_runs_out_of_time_loses_at_every_stage(proto: Protocol, ga
         late = game.functions.refuteProgram(gid, opened.as_arg(), *program_entry(honest(), i)[:2],
                                             list(program_entry(honest(), i)[2]), program_proof(honest(), i))
     if dot:
-        p.tx(a[3], game.functions.challengeDot(gid, opened.as_arg(), MATMUL_ELEMENT,
-                                               d[1].dot_sums(i, MATMUL_ELEMENT)[-1]))
-        late = game.functions.answerDot(gid, *cheat.dot_answer(i, MATMUL_ELEMENT))
+        p.tx(a[3], game.functions.challengeDot(gid, *d[1].dot_challenge(opened, MATMUL_ELEMENT).args))
+        late = game.functions.answerDot(gid, *cheat.dot_answer(i, MATMUL_ELEMENT, challenged_mid(p, game, gid)))
     if stage == "counter bisecting prefix sums":
         p.tx(a[2], late)
         late = game.functions.moveDot(gid, b"\x01" * 32, b"\x02" * 32)
