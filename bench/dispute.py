@@ -1,25 +1,24 @@
-"""The step game (`contracts/StepGame.sol`): moves, gas and each side's off-chain work, for steps of growing size.
+"""Whole dispute games through the pool (`contracts/SegmentGame.sol`, then `contracts/StepGame.sol`), growing units.
 
-For each model (the demo's MLP first), one repro training step is traced; two cheats are played to the end on
-anvil against an honest counter that holds only its own trace: one flipped bit in one element of the largest
-elementwise output in the middle of the step (decided by recomputing that element), and one wrong integer
-multiply-add inside the element of the matmul with the longest contraction (decided at that multiply-add).
+For each unit (the demo's model with its 20-step segments first; then the demo's model with segments of 10 and 40
+steps, and larger models and a transformer with 20-step segments) a repro job of two segments goes on-chain with its
+step table. Two cheats at step 2k/3 of segment 1, each solver training on from there: one bit of one element of the
+largest elementwise output in the middle of the step flipped (`elementwise`), and one element of the longest matmul
+computed from a partial sum off from multiply-add K/3 on (`matmul`). The validator drawn for segment 1 rejects the
+unit and the pool hands the dispute to the game. Both sides play from their own replay
+(`gensyn_py/proof/segment_side.py`): stage (a) over the segment's state roots, the claimant's reveal of the step, the
+step game to one element (and to one multiply-add), and the settlement in the pool.
 
-Figures per game: `dispute_moves` (transactions of both sides, the opener's excluded) against the bound
-log2(ops) + log2(elements) + log2(K) + 4; `dispute_total_gas`; `one_step_gas` (the deciding transaction, its
-base cost included); each side's off-chain seconds (tracing the step, its commitments, every move) as a ratio to
-training the disputed segment of 20 steps (the demo's checkpoint interval; `dispute_offchain_ratio`, the larger
-side) and to one step (`offchain_over_step`). The baseline, measured in the same run, is one repro training step
-of the same model.
+Figures per game: `dispute_moves` (both sides, both games, the settling call excluded) against the issue's bound
+log2(steps) + log2(ops) + log2(elements) + log2(K) + 4 (K = 1 for the elementwise game); `dispute_total_gas`
+(every move and the settling call); `reveal_gas`; `one_step_gas` (the deciding move, base cost included);
+`dispute_offchain_ratio`: the larger side's off-chain seconds (replaying the segment and hashing the states the
+bisection asks for, tracing the disputed step, building its commitments and computing every move) over training
+the same segment, measured in the same run.
 
-Not yet measured: stage (a), bisecting the k steps of a segment (docs/dispute-game.md): the game here starts from
-the disputed step's agreed inputs. Its moves add about log2(k) + 1 and its gas about 60k per move; its off-chain
-work adds a replay of the segment with a state root at each step.
+Prints a table, then ONE JSON line (last); its top-level keys are the demo unit's matmul game (the longer one).
 
-Prints a table, then ONE JSON line (last); its top-level `dispute_*` / `one_step_gas` keys are the demo model's
-matmul game (the longer of the two).
-
-Usage: .venv/bin/python bench/dispute.py [--quick]
+Usage: .venv/bin/python bench/dispute.py [--quick]   (--quick: the demo unit only)
 """
 
 from __future__ import annotations
@@ -27,11 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -42,27 +43,34 @@ from web3 import Web3  # noqa: E402
 
 from gensyn_py.devnet.anvil import DEV_KEYS, AnvilNode  # noqa: E402
 from gensyn_py.devnet.compiler import compile_contracts  # noqa: E402
-from gensyn_py.proof.segment_side import middle_elementwise  # noqa: E402
+from gensyn_py.proof.segment_side import Flip, SegmentSide, middle_elementwise  # noqa: E402
 from gensyn_py.proof.step_side import StepSide  # noqa: E402
-from gensyn_py.proof.step_trace import trace_step  # noqa: E402
-from gensyn_py.proof.trace import Trace  # noqa: E402
+from gensyn_py.proof.step_table import step_table  # noqa: E402
+from gensyn_py.train.data import Dataset  # noqa: E402
+from gensyn_py.train.spec import JobSpec  # noqa: E402
 from gensyn_py.train.trainer import Trainer  # noqa: E402
 from tests.contracts.helpers import Protocol  # noqa: E402
-from tests.contracts.step_game_play import WrongPartialSum, deploy_step_game, flipped, play_game  # noqa: E402
+from tests.contracts.segment_game_play import matmul_flip, play, rejected, work_of  # noqa: E402
 from tests.unit.trainkit import dataset_for, tiny_spec  # noqa: E402
 
 ADAMW = {"name": "adamw", "lr": 0.01, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01}
 SGD = {"name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 0.0001}
-MODELS: dict[str, tuple[str, dict[str, Any]]] = {
-    "demo_mlp64": ("mlp", {"model": {"family": "mlp", "sizes": {"hidden": 64}}, "optimizer": SGD, "batch_size": 32}),
+DEMO = ("mlp", {"model": {"family": "mlp", "sizes": {"hidden": 64}}, "optimizer": SGD, "batch_size": 32})
+# name: (family, spec overrides, steps per segment)
+UNITS: dict[str, tuple[str, dict[str, Any], int]] = {
+    "demo_mlp64": (*DEMO, 20),
+    "demo_mlp64_k10": (*DEMO, 10),
+    "demo_mlp64_k40": (*DEMO, 40),
     "mlp256_adamw": ("mlp", {"model": {"family": "mlp", "sizes": {"hidden": 256}}, "optimizer": ADAMW,
-                             "batch_size": 64}),
-    "transformer16_adamw": ("transformer", {"optimizer": ADAMW}),
+                             "batch_size": 64}, 20),
+    "transformer16_adamw": ("transformer", {"optimizer": ADAMW}, 20),
     "mlp1024_adamw": ("mlp", {"model": {"family": "mlp", "sizes": {"hidden": 1024}}, "optimizer": ADAMW,
-                              "batch_size": 128}),
+                              "batch_size": 128}, 20),
 }
 QUICK = ("demo_mlp64",)
-SEGMENT_STEPS = 20  # the demo's checkpoint interval: the steps of the segment a game is about
+SEGMENTS = 2
+BASELINE_RUNS = 5
+T = TypeVar("T")
 
 
 @dataclass
@@ -70,8 +78,8 @@ class Clock:
     seconds: float = 0.0
 
 
-TIMED = ("move", "open_op", "refutation", "refute_chunk", "reveal_output", "descend", "chunk", "dot_answer",
-         "dot_positions", "dot_step", "dot_sums")
+TIMED = ("move", "contest", "open_op", "refutation", "refute_chunk", "reveal_output", "descend", "chunk",
+         "dot_answer", "dot_challenge", "dot_positions", "dot_step", "dot_sums")
 
 
 def timed(side: StepSide, trace_seconds: float) -> tuple[StepSide, Clock]:
@@ -95,83 +103,135 @@ def timed(side: StepSide, trace_seconds: float) -> tuple[StepSide, Clock]:
     return side, clock
 
 
-def step_seconds(t: Trainer, steps: int = 5) -> float:
-    t.run(1)  # warm
+def seconds(fn: Callable[[], T]) -> tuple[T, float]:
     t0 = time.perf_counter()
-    t.run(steps)
-    return (time.perf_counter() - t0) / steps
+    out = fn()
+    return out, time.perf_counter() - t0
 
 
-def pick_matmul(tr: Trace) -> tuple[int, int]:
-    """The matmul with the longest contraction K, and K."""
-    ids = [i for i, op in enumerate(tr.ops) if op.code == "matmul"]
-    i = max(ids, key=lambda j: tr.values[tr.ops[j].inputs[0]].shape[-1])
-    return i, int(tr.values[tr.ops[i].inputs[0]].shape[-1])
+@dataclass
+class Unit:
+    """One unit's job, the honest counter's replay of the disputed segment and the baseline."""
+
+    spec: JobSpec
+    dataset: Dataset
+    table: Any
+    interval: int
+    train_s: float  # training the disputed segment (the baseline)
+    replay_s: float  # the counter's replay of it
+    counter: SegmentSide
+
+    @property
+    def cheat_step(self) -> int:
+        """The unit step the cheats are at: step 2k/3 of segment 1."""
+        return self.interval + 2 * self.interval // 3
+
+    def at_segment_1(self) -> Trainer:
+        return at_segment_1(self.spec, self.dataset, self.interval)
 
 
-def play(p: Protocol, game: Any, honest: Trace, cheat: StepSide, trace_s: float, train_s: float,
-         elements: int, k_len: int) -> dict[str, Any]:
-    a = p.accounts
-    claimant, c_clock = timed(cheat, trace_s)
-    # A trace of its own: the honest trace's roots, cached once computed, are not the counter's to reuse.
-    counter, d_clock = timed(StepSide(Trace(list(honest.ops), list(honest.values), dict(honest.outputs))), trace_s)
-    played, last = play_game(p, game, honest, (a[2], claimant), (a[3], counter))
-    moves = sum(played.moves.values())
-    bound = (math.ceil(math.log2(len(honest.ops))) + math.ceil(math.log2(max(elements, 2)))
-             + math.ceil(math.log2(max(k_len, 2))) + 4)
+def at_segment_1(spec: JobSpec, ds: Dataset, interval: int) -> Trainer:
+    """A trainer at the start of segment 1 (a node loads it from that checkpoint: untimed, as the baseline)."""
+    t = Trainer(spec, ds, 0, 0, "cpu")
+    t.run(interval)
+    return t
+
+
+def unit(family: str, over: dict[str, Any], interval: int) -> Unit:
+    spec = tiny_spec(family, mode="repro", steps_per_unit=interval * SEGMENTS, checkpoint_interval=interval,
+                     rounds=1, shards=1, **over)
+    ds = dataset_for(family)
+    table = step_table(spec, ds)
+    # The baseline: training the segment from its start, the median of a few runs (a tiny model's 20 steps take
+    # 20 to 40 ms, a single run too noisy to divide by).
+    runs = []
+    for _ in range(BASELINE_RUNS):
+        warm = at_segment_1(spec, ds, interval)
+        t0 = time.perf_counter()
+        warm.run(interval)
+        runs.append(time.perf_counter() - t0)
+    train_s = statistics.median(runs)
+    start = at_segment_1(spec, ds, interval)
+    counter, replay_s = seconds(lambda: SegmentSide(start, table))
+    return Unit(spec, ds, table, interval, train_s, replay_s, counter)
+
+
+def game(p: Protocol, u: Unit, flip: Flip, sums: tuple[int, ...] | None, k_len: int) -> dict[str, Any]:
+    """Play one whole game through the pool (unit 1 of a fresh job) and its figures."""
+    t = u.cheat_step - u.interval
+    cheat = [SegmentSide(s, u.table, flip) for s in [Trainer(u.spec, u.dataset, 0, 0, "cpu")] * SEGMENTS]
+    counter = SegmentSide(u.at_segment_1(), u.table)  # a fresh replay: no hashes shared with the one timed
+    _, reveal_s = seconds(lambda: cheat[1].reveal(t))
+    if sums is not None:
+        cheat[1].step_side(t)._sums[(flip.op, flip.element)] = sums
+    _, trace_s = seconds(lambda: counter.trace(t))
+    (_, c_clock), (_, d_clock) = timed(cheat[1].step_side(t), 0.0), timed(counter.step_side(t), trace_s)
+    work = work_of(cheat)
+    did, validator = rejected(p, work, 1, spec=u.spec, table=u.table)
+    g, settled = play(p, did, work, 1, (p.accounts[2], cheat[1]), (validator, counter))
+    assert g.step == t and g.step_game is not None and g.step_game.op == flip.op, "the game missed the cheat"
+    moves, gas = g.totals()
+    trace = counter.trace(t)
+    elements = int(trace.values[flip.op].size)
+    bound = (math.ceil(math.log2(u.interval)) + math.ceil(math.log2(len(trace.ops)))
+             + math.ceil(math.log2(elements)) + math.ceil(math.log2(k_len)) + 4)
+    claimant_s = u.replay_s + reveal_s + c_clock.seconds
+    counter_s = u.replay_s + d_clock.seconds
     return {
-        "dispute_moves": moves, "move_bound": bound, "op": played.op, "multiply_add": played.multiply_add,
-        "dispute_total_gas": sum(played.gas.values()), "claimant_gas": played.gas["claimant"],
-        "counter_gas": played.gas["counter"], "one_step_gas": int(last["gasUsed"]),
-        "claimant_offchain_s": round(c_clock.seconds, 3), "counter_offchain_s": round(d_clock.seconds, 3),
-        "offchain_over_step": round(max(c_clock.seconds, d_clock.seconds) / train_s, 1),
-        "dispute_offchain_ratio": round(max(c_clock.seconds, d_clock.seconds) / (SEGMENT_STEPS * train_s), 2),
+        "dispute_moves": moves, "move_bound": bound, "stage_a_moves": g.moves["claimant"] + g.moves["counter"],
+        "step_game_moves": sum(g.step_game.moves.values()), "multiply_add": g.step_game.multiply_add,
+        "dispute_total_gas": gas + int(settled["gasUsed"]), "reveal_gas": g.calls["revealStep"],
+        "one_step_gas": g.deciding_gas, "settle_gas": int(settled["gasUsed"]), "contest_gas": g.calls["contest"],
+        "segment_game_gas": dict(g.gas), "step_game_gas": dict(g.step_game.gas),
+        "dispute_offchain_ratio": round(max(claimant_s, counter_s) / u.train_s, 2),
+        "claimant_offchain_s": round(claimant_s, 3), "counter_offchain_s": round(counter_s, 3),
+        "reveal_build_s": round(reveal_s, 3), "ops": len(trace.ops), "elements": elements, "contraction": k_len,
     }
 
 
-def measure(p: Protocol, game: Any, name: str) -> dict[str, Any]:
-    family, over = MODELS[name]
-    t = Trainer(tiny_spec(family, mode="repro", **over), dataset_for(family), 0, 0, "cpu")
-    train_s = step_seconds(t)
-    t0 = time.perf_counter()
-    honest = trace_step(t)
-    trace_s = time.perf_counter() - t0
-    row: dict[str, Any] = {"ops": len(honest.ops), "train_step_s": round(train_s, 4), "trace_s": round(trace_s, 3),
-                           "trace_mb": round(honest.size_bytes / 2**20, 2)}
-    i = middle_elementwise(honest)
-    n = int(honest.values[i].size)
-    row["elementwise"] = play(p, game, honest, StepSide(flipped(honest, i, n // 2)), trace_s, train_s, n, 1)
-    row["elementwise"]["elements"] = n
-    m, k_len = pick_matmul(honest)
-    n = int(honest.values[m].size)
-    cheat = WrongPartialSum(honest, m, n // 2, k_len // 3)
-    row["matmul"] = play(p, game, honest, cheat, trace_s, train_s, n, k_len)
-    row["matmul"].update(elements=n, contraction=k_len)
+def games(p: Protocol, name: str) -> dict[str, Any]:
+    """Both cheats' games on the unit `name`, each on the chain as it was before it."""
+    family, over, interval = UNITS[name]
+    u = unit(family, over, interval)
+    t = u.cheat_step - interval
+    step = u.counter.trace(t)
+    op = middle_elementwise(step)
+    mm, sums, _, k_len = matmul_flip(u.counter, t)
+    cheats: dict[str, tuple[Flip, tuple[int, ...] | None, int]] = {
+        "elementwise": (Flip(u.cheat_step, op, int(step.values[op].size) // 2, bit=22), None, 1),
+        "matmul": (Flip(u.cheat_step, mm.op, mm.element, value=mm.value), sums, k_len),
+    }
+    row: dict[str, Any] = {"steps_per_segment": interval, "train_segment_s": round(u.train_s, 3)}
+    for kind, (flip, kind_sums, kind_k) in cheats.items():
+        # Each game on the chain as it was: a convicted solver is jailed, and the next game needs it.
+        snapshot = p.w3.provider.make_request("evm_snapshot", [])["result"]  # type: ignore[arg-type]
+        row[kind] = game(p, u, flip, kind_sums, kind_k)
+        p.w3.provider.make_request("evm_revert", [snapshot])  # type: ignore[arg-type]
     return row
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="the demo's model only")
+    ap.add_argument("--quick", action="store_true", help="the demo's unit only")
     args = ap.parse_args()
     artifacts = compile_contracts()
     rows: dict[str, Any] = {}
     with AnvilNode() as node:
         w3 = Web3(Web3.HTTPProvider(node.url, request_kwargs={"timeout": 120}))
         p = Protocol(w3, [Account.from_key(k) for k in DEV_KEYS], artifacts)
-        game = deploy_step_game(p)
-        head = f"{'model':<20s} {'game':<11s} {'ops':>5s} {'moves':>5s} {'bound':>5s} {'gas':>9s} {'last':>7s} " \
-               f"{'offchain x segment':>18s}"
-        print(head)
-        for name in (QUICK if args.quick else MODELS):
-            rows[name] = r = measure(p, game, name)
+        p.standard_cast()
+        print(f"{'unit':<20s} {'game':<11s} {'k':>3s} {'ops':>4s} {'moves':>5s} {'bound':>5s} {'gas':>9s} "
+              f"{'last':>7s} {'offchain x segment':>18s}", flush=True)
+        for name in (QUICK if args.quick else UNITS):
+            rows[name] = r = games(p, name)
             for kind in ("elementwise", "matmul"):
                 g = r[kind]
-                print(f"{name:<20s} {kind:<11s} {r['ops']:>5d} {g['dispute_moves']:>5d} {g['move_bound']:>5d} "
-                      f"{g['dispute_total_gas']:>9d} {g['one_step_gas']:>7d} {g['dispute_offchain_ratio']:>18.2f}")
+                print(f"{name:<20s} {kind:<11s} {r['steps_per_segment']:>3d} {g['ops']:>4d} {g['dispute_moves']:>5d} "
+                      f"{g['move_bound']:>5d} {g['dispute_total_gas']:>9d} {g['one_step_gas']:>7d} "
+                      f"{g['dispute_offchain_ratio']:>18.2f}", flush=True)
     demo = rows["demo_mlp64"]["matmul"]
     top = {k: demo[k] for k in ("dispute_moves", "dispute_total_gas", "one_step_gas", "dispute_offchain_ratio")}
-    print(json.dumps({**top, "models": rows}))
+    print(json.dumps({**top, "units": rows}))
 
 
 if __name__ == "__main__":

@@ -107,12 +107,11 @@ def test_a_flipped_bit_in_one_op_of_one_step_is_convicted_by_the_contract_alone(
     assert p.pool.functions.credit(validator.address).call() > validator_credit
     assert p.unit(1)["status"] == OPEN
     p.check_conservation()
-    # The bound on moves: log2(steps) + log2(ops) + log2(elements) + 4, plus the segment game's own four
-    # (open, contest, reveal, play) over the step game's.
+    # The bound on moves, both games together: log2(steps) + log2(ops) + log2(elements) + 4.
     moves, gas = g.totals()
     trace = sides[1].trace(g.step)
     bound = (math.ceil(math.log2(INTERVAL)) + math.ceil(math.log2(len(trace.ops)))
-             + math.ceil(math.log2(trace.values[flip.op].size)) + 4 + 4)
+             + math.ceil(math.log2(trace.values[flip.op].size)) + 4)
     assert moves <= bound, (moves, bound)
     assert gas < 5_000_000, gas
     # Decided is final: nobody moves, times out or settles it again.
@@ -139,6 +138,10 @@ def test_a_wrong_partial_sum_inside_a_matmul_is_narrowed_to_one_integer_multiply
     assert (out["winner"], out["outcome"]) == (validator.address, SOLVER_FRAUD)
     assert p.unit(1)["status"] == OPEN
     p.check_conservation()
+    trace = sides[1].trace(t)
+    bound = (math.ceil(math.log2(INTERVAL)) + math.ceil(math.log2(len(trace.ops)))
+             + math.ceil(math.log2(trace.values[i].size)) + math.ceil(math.log2(contraction)) + 4)
+    assert g.totals()[0] <= bound, (g.totals()[0], bound)  # the bound, with log2(K) for the sum
 
 
 # ---- an honest solver against a lying challenger ----
