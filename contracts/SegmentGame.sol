@@ -43,6 +43,8 @@ contract SegmentGame is ISegmentGame, Ownable {
 
     /// @dev The most ops a step game takes (`StepGame.MAX_DEPTH` levels of prefix tree).
     uint256 internal constant MAX_OPS = 1 << 24;
+    /// @dev The step index of a shard's round-0 start leaf in a job's step table (no training step has it).
+    uint256 internal constant START = type(uint256).max;
 
     /// @notice The pool whose disputes this game resolves.
     ITaskPool public immutable pool;
@@ -145,13 +147,27 @@ contract SegmentGame is ISegmentGame, Ownable {
     }
 
     /// @inheritdoc ISegmentGame
-    function contestStart(uint256 id) external {
+    function contestStart(uint256 id, SegmentLeaf calldata leaf) external {
         Game storage s = _at(id, Stage.Contest);
-        s.g.charge(msg.sender);
+        Bisection.Game storage g = s.g;
+        g.charge(msg.sender);
         if (s.segment != 0) revert WrongSegmentForStart(s.segment);
-        // A unit's start state is a function of the round's agreed weights, which the chain does not hold yet
+        _open(id, s, leaf);
+        // A later round's start is a function of the round's agreed weights, which the chain does not hold
         // (docs/dispute-game.md): neither side can be shown wrong, so neither loses and the unit is trained again.
-        _decide(id, s, address(0), Reason.StartUnbound);
+        if (s.round != 0) return _decide(id, s, address(0), Reason.StartUnbound);
+        g.agreed = leaf.start; // the start the claimant must show is the job's
+        s.stage = Stage.Start;
+        g.counterToMove = false;
+    }
+
+    /// @inheritdoc ISegmentGame
+    function proveStart(uint256 id, bytes32[] calldata proof) external {
+        Game storage s = _at(id, Stage.Start);
+        s.g.charge(msg.sender);
+        bytes32 leaf = keccak256(abi.encodePacked(uint256(0), uint256(s.shard), START, s.g.agreed, bytes32(0)));
+        if (!MerkleProof.verifyCalldata(proof, s.stepsRoot, leaf)) revert NotInStepTable(START);
+        _decide(id, s, s.g.claimant, Reason.StartProven);
     }
 
     // ---- stage (a): the steps of the segment ----

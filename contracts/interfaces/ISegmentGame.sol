@@ -49,6 +49,7 @@ interface ISegmentGame is IDisputeResolver {
     enum Stage {
         None,
         Contest, // the counter opens the segment's leaf and posts its end state (or refutes or contests the start)
+        Start, // segment 0's start of a round-0 unit is contested: the claimant proves it is the job's
         Steps, // both bisect over the segment's step state roots
         Reveal, // the claimant reveals the disputed step, which opens the step game
         Step, // the step game runs; `settle` ends the dispute once it is decided
@@ -59,8 +60,9 @@ interface ISegmentGame is IDisputeResolver {
     enum Reason {
         Timeout, // a side ran out of time at a stage of this game
         BrokenChain, // the segment's start is not the previous segment's end
-        StartUnbound, // segment 0's start is contested: not bound on-chain yet, decided without a winner
-        StepGame // the step game decided (its own `GameDecided` says why)
+        StartUnbound, // segment 0's start of a later round's unit is contested: not bound on-chain, no winner
+        StepGame, // the step game decided (its own `GameDecided` says why)
+        StartProven // segment 0's start was contested and is the job's (in its step table): the claimant wins
     }
 
     /// @notice The call belongs to stage `expected`; the dispute is at `actual`.
@@ -127,8 +129,14 @@ interface ISegmentGame is IDisputeResolver {
     function contest(uint256 disputeId, SegmentLeaf calldata leaf, bytes32 counterEnd, bytes32 atMid) external;
     /// @notice The counter opens the disputed segment's leaf and leaf `segment - 1`, whose end is not its start.
     function refuteStart(uint256 disputeId, SegmentLeaf calldata disputed, SegmentLeaf calldata previous) external;
-    /// @notice The counter contests segment 0's start, which the chain cannot check yet: decided without a winner.
-    function contestStart(uint256 disputeId) external;
+    /// @notice The counter opens segment 0's leaf (`leaf`) and contests its start. A round-0 unit's start is bound
+    ///         in the job's step table: the claimant proves it next (`proveStart`) or loses on time. A later round's
+    ///         start is a function of the round's agreed weights, which the chain does not hold: decided without a
+    ///         winner.
+    function contestStart(uint256 disputeId, SegmentLeaf calldata leaf) external;
+    /// @notice The claimant proves the contested start is its shard's round-0 start in the job's step table:
+    ///         `proof` is the path of the leaf `keccak256(0, shard, 2^256 - 1, start, 0)` (`StepTable.start_leaf`).
+    function proveStart(uint256 disputeId, bytes32[] calldata proof) external;
     /// @notice One bisection move over the segment's step state roots (`Bisection.move`).
     function moveSteps(uint256 disputeId, bytes32 atPending, bytes32 atNext) external;
     /// @notice The claimant reveals the disputed step (`StepReveal`), which opens the step game over its trace.

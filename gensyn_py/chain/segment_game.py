@@ -20,17 +20,18 @@ class Stage(IntEnum):
 
     NONE = 0
     CONTEST = 1  # the counter opens the segment's leaf with its contest
-    STEPS = 2
-    REVEAL = 3  # the claimant's reveal opens the step game
-    STEP = 4
-    DECIDED = 5
+    START = 2  # a round-0 unit's contested start: the claimant proves it is the job's
+    STEPS = 3
+    REVEAL = 4  # the claimant's reveal opens the step game
+    STEP = 5
+    DECIDED = 6
 
 
 class SegmentGame(BoundContract):
     NAME = "SegmentGame"
 
     def move(self, fn: str, dispute_id: int, *args: Any) -> TxReceipt:
-        """Any move of the game (`contest`, `refuteStart`, `contestStart`, `moveSteps`, `revealStep`)."""
+        """Any move of the game (`contest`, `refuteStart`, `contestStart`, `proveStart`, `moveSteps`, `revealStep`)."""
         return self.transact(fn, dispute_id, *args)
 
     def settle(self, dispute_id: int) -> TxReceipt:

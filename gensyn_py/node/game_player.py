@@ -109,13 +109,21 @@ class GamePlayer:
         where = ("segment", did, stage, lo)
         if where in self._stuck:
             return
-        side = self._side(did, unit, segment)
+        if stage == Stage.START:
+            self._move(where, self.game.move, "proveStart", did, self._table(unit).start_proof(unit.shard))
+            return
         if stage == Stage.CONTEST:
             _, manifest = self.node.content.committed(unit)
             leaf = (manifest.state_hashes[segment], manifest.state_hashes[segment + 1],
                     manifest.transcript_commits[segment], list(manifest.proof(segment)))
-            self._move(where, self.game.move, "contest", did, leaf, *side.contest())
-        elif stage == Stage.STEPS:
+            if segment == 0 and manifest.state_hashes[0] != self._start(unit):
+                # Not the round's agreed start: no replay from it can be right, so contest the start itself.
+                self._move(where, self.game.move, "contestStart", did, leaf)
+            else:
+                self._move(where, self.game.move, "contest", did, leaf, *self._side(did, unit, segment).contest())
+            return
+        side = self._side(did, unit, segment)
+        if stage == Stage.STEPS:
             pending, root = self.game.pending_of(did, block=at)
             m = side.move(lo, hi, root if pending else None)
             self._move(where, self.game.move, "moveSteps", did, m.at_pending, m.at_next)
@@ -135,23 +143,42 @@ class GamePlayer:
             return
         self.node.log.info("game.move", game=where[0], id=where[1], move=fn, gas=int(receipt["gasUsed"]))
 
+    def _table(self, unit: Unit) -> StepTable:
+        """The unit's job's step table, built once per job (a pure function of the spec and the dataset)."""
+        from gensyn_py.proof.step_table import step_table
+
+        if unit.job_id not in self._tables:
+            content = self.node.content
+            self._tables[unit.job_id] = step_table(content.spec(unit.job_id), content.dataset(unit.job_id))
+        return self._tables[unit.job_id]
+
+    def _start(self, unit: Unit) -> bytes:
+        """The state root a unit's segment 0 must start from: its shard's round-0 start, or a later round's agreed
+        weights as every validator loads them (`proof/replay.trainer_at_checkpoint`)."""
+        if unit.round == 0:
+            return self._table(unit).starts[unit.shard]
+        from gensyn_py.proof.state import state_hash
+        from gensyn_py.train.trainer import Trainer
+
+        content = self.node.content
+        trainer = Trainer(content.spec(unit.job_id), content.dataset(unit.job_id), unit.round, unit.shard, "cpu",
+                          content.start_weights(unit.job_id, unit.round))
+        return state_hash(trainer.state_dict())
+
     def _side(self, did: int, unit: Unit, segment: int) -> SegmentSide:
         """This side's replay of the disputed segment, from the committed start checkpoint."""
         side = self._sides.get(did)
         if side is None:
             from gensyn_py.proof.replay import trainer_at_checkpoint
             from gensyn_py.proof.segment_side import SegmentSide
-            from gensyn_py.proof.step_table import step_table
 
             content = self.node.content
             spec, dataset = content.spec(unit.job_id), content.dataset(unit.job_id)
-            if unit.job_id not in self._tables:
-                self._tables[unit.job_id] = step_table(spec, dataset)
             _, m = content.committed(unit)
             trainer = trainer_at_checkpoint(spec, dataset, self.node.store, m, segment, "cpu",
                                             content.start_weights(unit.job_id, unit.round))
             flip = self.flip_for(unit) if self.flip_for is not None else None
-            side = self._sides[did] = SegmentSide(trainer, self._tables[unit.job_id], flip)
+            side = self._sides[did] = SegmentSide(trainer, self._table(unit), flip)
             self.node.log.info("game.replayed", dispute=did, unit=unit.unit_id, segment=segment)
         return side
 

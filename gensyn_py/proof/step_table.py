@@ -8,7 +8,10 @@
   each entry ``keccak256(key hash ++ tensor root)`` (``step_program.input_leaf``), in key-hash order.
 - ``leaf(round, shard, step) = keccak256(uint256 round ++ uint256 shard ++ uint256 step ++ program root ++
   batch root)``; the table's root is the Merkle root (``crypto.merkle``) of the leaves of every training
-  unit's steps, in (round, shard, step) order.  Aggregation units run no step and have no leaves.
+  unit's steps, in (round, shard, step) order, then one **start leaf** per shard: ``keccak256(uint256 0 ++
+  uint256 shard ++ uint256 (2^256 - 1) ++ start state root ++ 32 zero bytes)``, the state a round-0 unit of that
+  shard starts from (later rounds start from the round's agreed weights, which no table can know).  Aggregation
+  units run no step and have no leaves.
 
 Everything here is a pure function of the spec and the dataset, so every honest node rebuilds the root and
 refuses a job whose on-chain root differs (``node/preflight.py``).
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from gensyn_py.crypto.hashing import keccak256, uint256
 from gensyn_py.crypto.merkle import merkle_proof, merkle_root
-from gensyn_py.proof.state import key_hash, state_entry
+from gensyn_py.proof.state import key_hash, state_entry, state_hash
 from gensyn_py.proof.step_program import BATCH_KEYS, program_root
 from gensyn_py.proof.trace import Trace, TraceError
 
@@ -45,8 +48,16 @@ def batch_root_of(trace: Trace) -> bytes:
     return batch_root({k: trace.values[trace.inputs[k]] for k in BATCH_KEYS})
 
 
+START = 2**256 - 1  # the step index of a start leaf (`SegmentGame.START`): no training step has it
+
+
 def step_leaf(round_: int, shard: int, step: int, program: bytes, batch: bytes) -> bytes:
     return keccak256(uint256(round_) + uint256(shard) + uint256(step) + program + batch)
+
+
+def start_leaf(shard: int, start: bytes) -> bytes:
+    """The leaf binding a round-0 unit of `shard` to its start state root (``SegmentGame.proveStart``)."""
+    return step_leaf(0, shard, START, start, bytes(32))
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,7 @@ class StepTable:
     steps: int  # per unit
     programs: tuple[bytes, bytes]  # (a unit's first step, every later step)
     batches: tuple[bytes, ...]  # in (round, shard, step) order
+    starts: tuple[bytes, ...]  # each shard's round-0 start state root
 
     def position(self, round_: int, shard: int, step: int) -> int:
         if not (0 <= round_ < self.rounds and 0 <= shard < self.shards and 0 <= step < self.steps):
@@ -70,8 +82,9 @@ class StepTable:
 
     def leaves(self) -> list[bytes]:
         n = self.shards * self.steps
-        return [step_leaf(p // n, p // self.steps % self.shards, p % self.steps, self.program(p % self.steps), b)
-                for p, b in enumerate(self.batches)]
+        return [*(step_leaf(p // n, p // self.steps % self.shards, p % self.steps, self.program(p % self.steps), b)
+                  for p, b in enumerate(self.batches)),
+                *(start_leaf(s, root) for s, root in enumerate(self.starts))]
 
     def root(self) -> bytes:
         return merkle_root(self.leaves())
@@ -79,6 +92,12 @@ class StepTable:
     def proof(self, round_: int, shard: int, step: int) -> list[bytes]:
         """The path of step (round, shard, step)'s leaf up to the root."""
         return merkle_proof(self.leaves(), self.position(round_, shard, step))
+
+    def start_proof(self, shard: int) -> list[bytes]:
+        """The path of `shard`'s start leaf up to the root."""
+        if not 0 <= shard < self.shards:
+            raise TraceError(f"no shard {shard} in a job of {self.shards}")
+        return merkle_proof(self.leaves(), len(self.batches) + shard)
 
 
 def step_inputs(trainer: Any, step: int) -> dict[str, np.ndarray[Any, Any]]:
@@ -99,6 +118,8 @@ def step_table(spec: JobSpec, dataset: Dataset, on_unit: Callable[[int, int], No
     if spec.mode != "repro":
         raise TraceError(f"only a repro job has a step table, this one is {spec.mode}")
     first = Trainer(spec, dataset, 0, 0, "cpu")
+    starts = [state_hash(first.state_dict())] + [state_hash(Trainer(spec, dataset, 0, s, "cpu").state_dict())
+                                                 for s in range(1, spec.shards)]
     programs = [program_root(trace_step(first))]
     if spec.steps_per_unit > 1:
         first.train_step()
@@ -113,4 +134,5 @@ def step_table(spec: JobSpec, dataset: Dataset, on_unit: Callable[[int, int], No
             batches += [batch_root(step_inputs(t, k)) for k in range(spec.steps_per_unit)]
             if on_unit is not None:
                 on_unit(r * spec.shards + s + 1, total)
-    return StepTable(spec.rounds, spec.shards, spec.steps_per_unit, (programs[0], programs[1]), tuple(batches))
+    return StepTable(spec.rounds, spec.shards, spec.steps_per_unit, (programs[0], programs[1]), tuple(batches),
+                     tuple(starts))

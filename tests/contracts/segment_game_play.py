@@ -31,8 +31,9 @@ from tests.contracts.step_game_play import Played, play_opened
 from tests.contracts.test_element_step import ADAMW
 from tests.unit.trainkit import dataset_for, tiny_spec
 
-CONTEST, STEPS, REVEAL, STEP, DECIDED = Stage.CONTEST, Stage.STEPS, Stage.REVEAL, Stage.STEP, Stage.DECIDED
-TIMEOUT, BROKEN_CHAIN, START_UNBOUND, STEP_GAME = range(4)  # ISegmentGame.Reason
+CONTEST, START, STEPS, REVEAL, STEP, DECIDED = (Stage.CONTEST, Stage.START, Stage.STEPS, Stage.REVEAL, Stage.STEP,
+                                               Stage.DECIDED)
+TIMEOUT, BROKEN_CHAIN, START_UNBOUND, STEP_GAME, START_PROVEN = range(5)  # ISegmentGame.Reason
 SOLVER_HONEST, SOLVER_FRAUD, NO_QUORUM = 1, 2, 3  # Outcome
 STEPS_PER_UNIT, INTERVAL = 8, 4
 

@@ -32,11 +32,11 @@ from tests.contracts.segment_game_play import (
     BROKEN_CHAIN,
     CONTEST,
     DECIDED,
-    NO_QUORUM,
     REVEAL,
     SOLVER_FRAUD,
     SOLVER_HONEST,
-    START_UNBOUND,
+    START,
+    START_PROVEN,
     STEP,
     STEP_GAME,
     STEPS,
@@ -46,6 +46,7 @@ from tests.contracts.segment_game_play import (
     contest,
     decided,
     honest,
+    job,
     leaf,
     matmul_flip,
     play,
@@ -226,7 +227,7 @@ def test_a_segment_that_does_not_start_where_the_last_one_ended_is_refuted(proto
     broken = Work([w.segments[0], (keccak(b"a start of nowhere"), *w.segments[1][1:])])
     did, validator = rejected(p, broken, segment=1)
     expect(p, "NotYourTurn", a[2], p.game.functions.refuteStart(did, leaf(broken, 1), leaf(broken, 0)))
-    expect(p, "WrongSegmentForStart", validator, p.game.functions.contestStart(did))
+    expect(p, "WrongSegmentForStart", validator, p.game.functions.contestStart(did, leaf(broken, 1)))
     start, end, commit, proof = leaf(broken, 0)
     bad_previous = (start, keccak(b"x"), commit, proof)
     expect(p, "NotInCheckpoints", validator, p.game.functions.refuteStart(did, leaf(broken, 1), bad_previous))
@@ -240,15 +241,40 @@ def test_a_segment_that_does_not_start_where_the_last_one_ended_is_refuted(proto
     p.check_conservation()
 
 
-def test_segment_0_s_start_is_not_bound_yet_so_contesting_it_ends_without_a_winner(proto: Protocol) -> None:
+def test_a_contested_round_0_start_that_is_the_job_s_is_proven_and_the_counter_loses(proto: Protocol) -> None:
     p, a = proto, proto.accounts
     work = work_of(honest())
     did, validator = rejected(p, work, segment=0)
     bonded = stake(p, a[2])
     expect(p, "WrongSegmentForStart", validator, p.game.functions.refuteStart(did, leaf(work, 0), leaf(work, 0)))
-    out = decided(p, p.tx(validator, p.game.functions.contestStart(did)))
-    assert (out["winner"], out["reason"], out["outcome"]) == (ZERO, START_UNBOUND, NO_QUORUM)
-    assert stake(p, a[2]) == bonded and p.unit(1)["status"] == OPEN  # nobody slashed; the unit is trained again
+    start, end, commit, proof = leaf(work, 0)
+    expect(p, "NotInCheckpoints", validator, p.game.functions.contestStart(did, (end, end, commit, proof)))
+    p.tx(validator, p.game.functions.contestStart(did, leaf(work, 0)))
+    assert stage(p, did) == START
+    table = job()[2]
+    expect(p, "NotYourTurn", validator, p.game.functions.proveStart(did, table.start_proof(0)))
+    expect(p, "NotInStepTable", a[2], p.game.functions.proveStart(did, table.proof(0, 0, 0)))
+    out = decided(p, p.tx(a[2], p.game.functions.proveStart(did, table.start_proof(0))))
+    assert (out["winner"], out["reason"], out["outcome"]) == (a[2].address, START_PROVEN, SOLVER_HONEST)
+    assert start == table.starts[0] and stake(p, a[2]) == bonded  # the solver keeps its stake
+    p.check_conservation()
+
+
+def test_a_unit_that_does_not_start_from_the_job_s_start_loses_its_contested_start(proto: Protocol) -> None:
+    """A solver whose segment 0 starts elsewhere than the spec's seeded state (its training may replay bit for bit
+    from there): the counter contests the start, which the solver cannot prove is the job's, and it loses on time."""
+    p, a = proto, proto.accounts
+    w = work_of(honest())
+    elsewhere = Work([(keccak(b"weights from elsewhere"), *w.segments[0][1:]), w.segments[1]])
+    did, validator = rejected(p, elsewhere, segment=0)
+    p.tx(validator, p.game.functions.contestStart(did, leaf(elsewhere, 0)))
+    table = job()[2]
+    expect(p, "NotInStepTable", a[2], p.game.functions.proveStart(did, table.start_proof(0)))
+    _, due = p.game.functions.deadline(did).call()
+    p.advance(due - p.now() + 1)
+    out = decided(p, p.tx(a[9], p.game.functions.timeout(did)))
+    assert (out["winner"], out["reason"], out["outcome"]) == (validator.address, TIMEOUT, SOLVER_FRAUD)
+    assert p.unit(1)["status"] == OPEN
     p.check_conservation()
 
 

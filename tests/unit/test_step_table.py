@@ -10,8 +10,9 @@ import pytest
 
 from gensyn_py.crypto.merkle import verify_proof
 from gensyn_py.node.preflight import UnfitJob, check_steps
+from gensyn_py.proof.state import state_hash
 from gensyn_py.proof.step_program import program_root
-from gensyn_py.proof.step_table import StepTable, batch_root_of, step_leaf, step_table
+from gensyn_py.proof.step_table import StepTable, batch_root_of, start_leaf, step_leaf, step_table
 from gensyn_py.proof.step_trace import trace_step
 from gensyn_py.proof.trace import TraceError
 from gensyn_py.train.spec import JobSpec
@@ -47,6 +48,19 @@ def test_a_unit_s_first_step_runs_its_own_program_and_the_rest_one_program() -> 
     tab = table()
     assert tab.programs[0] != tab.programs[1]  # no optimizer state before the first step
     assert len(set(tab.batches)) == len(tab.batches) == 2 * 2 * spec().steps_per_unit
+
+
+@pytest.mark.parametrize("shard", [0, 1])
+def test_each_shard_s_round_0_start_state_is_in_the_table(shard: int) -> None:
+    """A round-0 unit's segment 0 starts from the spec's seeded state, which the table binds (`SegmentGame.proveStart`);
+    each shard's differs (its cursor and its random stream)."""
+    tab = table()
+    start = state_hash(Trainer(spec(), dataset_for("mlp"), 0, shard, "cpu").state_dict())
+    assert tab.starts[shard] == start and tab.starts[0] != tab.starts[1]
+    assert verify_proof(start_leaf(shard, start), tab.start_proof(shard), tab.root())
+    assert not verify_proof(start_leaf(1 - shard, start), tab.start_proof(shard), tab.root())
+    with pytest.raises(TraceError, match="no shard 2"):
+        tab.start_proof(2)
 
 
 def test_the_schedule_is_an_input_not_the_program() -> None:
