@@ -643,13 +643,21 @@ def test_an_honest_claimant_against_a_lying_counter_wins_on_time(proto: Protocol
     assert (out["winner"], out["loser"], out["reason"]) == (a[2].address, a[3].address, TIMEOUT)
 
 
+def bisected(p: Protocol, game: Any, code: str, element: int) -> tuple[int, StepSide, StepSide, Any]:
+    """A game over a claimant that flipped `element` of the first `code` op after op 20, bisected to that op:
+    (the op, the claimant's side, the counter's, the play)."""
+    a = p.accounts
+    i = first(code, after=20)
+    cheat, counter = StepSide(flipped(honest(), i, element)), StepSide(honest())
+    played = open_game(p, game, honest(), (a[2], cheat), (a[3], counter))
+    bisect(p, game, played, (a[2], cheat), (a[3], counter))
+    return i, cheat, counter, played
+
+
 def test_bad_descent_moves_revert_with_named_errors(proto: Protocol, game: Any) -> None:
     p, a = proto, proto.accounts
-    i = first("mul", after=20)
-    cheat, counter = StepSide(flipped(honest(), i, 3)), StepSide(honest())
-    played = open_game(p, game, honest(), (a[2], cheat), (a[3], counter))
+    i, cheat, counter, played = bisected(p, game, "mul", 3)
     gid = played.game_id
-    bisect(p, game, played, (a[2], cheat), (a[3], counter))
     op = cheat.open_op(i).as_arg()
     dtype, shape, root, left, right = cheat.reveal_output(i)
     expect(p, "OutputMismatch", a[2], game.functions.openOp(gid, op, (dtype, shape, left, left, right)))
@@ -679,11 +687,8 @@ def test_a_claimant_whose_own_descent_move_reaches_the_chunk_reveals_it_with_tha
     """The counter contests first, so the claimant's move ends a descent of an even number of levels (the sqrt's
     output of 1,210 elements at chunk 0 takes 8): its chunk comes with that move, which must hold its leaf there."""
     p, a = proto, proto.accounts
-    i = first("sqrt", after=20)
-    cheat, counter = StepSide(flipped(honest(), i, 0)), StepSide(honest())
-    played = open_game(p, game, honest(), (a[2], cheat), (a[3], counter))
+    i, cheat, counter, played = bisected(p, game, "sqrt", 0)
     gid = played.game_id
-    bisect(p, game, played, (a[2], cheat), (a[3], counter))
     opened = open_disputed(p, game, played, (a[2], cheat))
     sides = {a[2].address: (a[2], cheat), a[3].address: (a[3], counter)}
 
