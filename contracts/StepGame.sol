@@ -101,7 +101,8 @@ contract StepGame is IStepGame {
     // ---- opening and the bisection ----
 
     /// @notice Open a game: the claimant's trace has op-prefix root `claimantRoot` over `nOps` ops, the counter's
-    ///         `counterRoot`; both ran `program` on the named inputs of `inputs`. The claimant moves first.
+    ///         `counterRoot`; both ran `program` on the named inputs of `inputs`. The claimant moves first; with a
+    ///         zero `counterRoot` the counter does, posting its root (`contestTrace`).
     function open(
         address claimant,
         address counter,
