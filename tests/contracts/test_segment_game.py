@@ -26,17 +26,19 @@ from eth_utils import keccak
 
 from gensyn_py.proof.segment_side import Flip, SegmentSide
 from gensyn_py.proof.step_side import StepSide
-from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, reveal
+from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, honest_unit, reveal
 from tests.contracts.helpers import E18, FINAL, OPEN, VERIFIED, Protocol, Work
 from tests.contracts.segment_game_play import (
     BROKEN_CHAIN,
     CONTEST,
     DECIDED,
+    NO_QUORUM,
     REVEAL,
     SOLVER_FRAUD,
     SOLVER_HONEST,
     START,
     START_PROVEN,
+    START_UNBOUND,
     STEP,
     STEP_GAME,
     STEPS,
@@ -275,6 +277,34 @@ def test_a_unit_that_does_not_start_from_the_job_s_start_loses_its_contested_sta
     out = decided(p, p.tx(a[9], p.game.functions.timeout(did)))
     assert (out["winner"], out["reason"], out["outcome"]) == (validator.address, TIMEOUT, SOLVER_FRAUD)
     assert p.unit(1)["status"] == OPEN
+    p.check_conservation()
+
+
+def test_a_later_round_s_start_is_not_bound_so_contesting_it_ends_without_a_winner(proto: Protocol) -> None:
+    """Round 1 starts from round 0's agreed weights, which the chain does not hold: a contested segment-0 start of a
+    round-1 unit is decided without a winner (nobody slashed, the unit trained again)."""
+    p, a = proto, proto.accounts
+    spec = job()[0]
+    segments = spec.steps_per_unit // spec.checkpoint_interval
+    p.submit(a[1], rounds=2, stepsPerUnit=spec.steps_per_unit, checkpointInterval=spec.checkpoint_interval,
+             stepsRoot=keccak(b"a two-round job's step table"), collateralPerUnit=100 * E18,
+             maxPricePerUnit=100 * E18)
+    unit = 1
+    while p.unit(unit)["round"] == 0:  # round 0's training unit, and its aggregation where the job has one
+        honest_unit(p, unit, a[2], Work.honest(1 if p.unit(unit)["shard"] == 2**32 - 1 else segments))
+        unit += 1
+    work = Work.honest(segments, b"round 1")
+    claim_and_commit(p, unit, a[2], work)
+    validators = p.unit(unit)["validators"]
+    va = next(v for i, v in enumerate(validators) if p.segment_of(unit, i) == 0)
+    commit_verdicts(p, unit, {va: (False, keccak(b"replayed"))})
+    p.advance(p.params["verdictCommitWindow"] + 1)
+    reveal(p, unit, va, False, keccak(b"replayed"), work)
+    assert p.pool.functions.resolverOf(unit).call() == p.game.address
+    did, validator, bonded = p.unit(unit)["disputeId"], p.by_address(va), stake(p, a[2])
+    out = decided(p, p.tx(validator, p.game.functions.contestStart(did, leaf(work, 0))))
+    assert (out["winner"], out["reason"], out["outcome"]) == (ZERO, START_UNBOUND, NO_QUORUM)
+    assert stake(p, a[2]) == bonded and p.unit(unit)["status"] == OPEN
     p.check_conservation()
 
 
