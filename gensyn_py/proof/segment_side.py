@@ -40,13 +40,40 @@ LOSS = "loss"  # the one named output of a step that is not state
 @dataclass(frozen=True)
 class Flip:
     """A cheat: at unit step `step`, bit `bit` of element `element` of op `op`'s float32 output is flipped, or the
-    element is set to `value` when one is given (a dot element from a wrong partial sum, say)."""
+    element is set to `value` when one is given (a dot element from a wrong partial sum, say: `sums` are then the
+    cheat's prefix sums of it, which its side answers a dot challenge with)."""
 
     step: int
     op: int
     element: int
     bit: int = 0
     value: float | None = None
+    sums: tuple[int, ...] | None = None
+
+
+def matmuls(trace: Trace) -> list[int]:
+    """The step's matmul ops, the longest contraction K first."""
+    return sorted((j for j, op in enumerate(trace.ops) if op.code == "matmul"),
+                  key=lambda j: -int(trace.values[trace.ops[j].inputs[0]].shape[-1]))
+
+
+def partial_sum_flip(trace: Trace, step: int, op: int | None = None) -> Flip:
+    """A cheat inside matmul `op` (the longest by default) of a traced step (unit step `step`): its middle element
+    computed from a partial sum off from multiply-add K/3 on, by 2^16 times the least change that moves the rounded
+    element, the element that sum rounds to, and the prefix sums the cheat answers with."""
+    import numpy as np
+
+    from gensyn_py.proof.trace import recompute_element
+    from gensyn_py.repro import reference as R
+
+    i = matmuls(trace)[0] if op is None else op
+    element, k = int(trace.values[i].size) // 2, int(trace.values[trace.ops[i].inputs[0]].shape[-1]) // 3
+    d = recompute_element(trace, i, element).detail
+    if d is None:
+        raise TraceError(f"op {i} is not a dot op")
+    least = next(1 << b for b in range(8, 200) if R.round_int(d.n + (1 << b), d.scale) != d.value)
+    sums = tuple(v + (least << 16 if j >= k else 0) for j, v in enumerate(d.partial))
+    return Flip(step, i, element, value=float(np.float32(R.round_int(sums[-1], d.scale))), sums=sums)
 
 
 def middle_elementwise(trace: Trace) -> int:
@@ -201,8 +228,13 @@ class SegmentSide:
 
     @cache  # noqa: B019
     def step_side(self, t: int) -> StepSide:
-        """The step game's side for step t: this side's trace, its named inputs bound to the state after t steps."""
-        return StepSide(self.trace(t), self.states[t])
+        """The step game's side for step t: this side's trace, its named inputs bound to the state after t steps (a
+        cheat's side answers a dot challenge of the element it cheated in with its own sums)."""
+        side = StepSide(self.trace(t), self.states[t])
+        flip = self.flip
+        if flip is not None and flip.sums is not None and flip.step == self.first + t:
+            side._sums[(flip.op, flip.element)] = flip.sums
+        return side
 
     def reveal(self, t: int) -> tuple[Any, ...]:
         """The claimant's ``revealStep`` argument (``ISegmentGame.StepReveal``) for step t of the segment."""

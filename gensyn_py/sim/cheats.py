@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import torch
 
     from gensyn_py.proof.segment_side import Flip
+    from gensyn_py.proof.trace import Trace
     from gensyn_py.storage.base import ContentStore
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
@@ -227,14 +228,54 @@ def bit_flip(spec: JobSpec, dataset: Dataset, round_: int, shard: int) -> Flip:
     middle of step `_flip_step` (`segment_side.middle_elementwise`). A pure function of the unit, so the cheating
     daemon defends in the dispute game the very cheat it committed."""
     from gensyn_py.proof.segment_side import Flip, middle_elementwise
-    from gensyn_py.proof.step_trace import trace_step
 
     step = _flip_step(spec)
-    t = Trainer(spec, dataset, round_, shard, "cpu")
-    t.run(step)
-    tr = trace_step(t)
+    tr = _traced(spec, dataset, round_, shard, step)
     op = middle_elementwise(tr)
     return Flip(step, op, int(tr.values[op].size) // 2, bit=22)
+
+
+def sum_flip(spec: JobSpec, dataset: Dataset, round_: int, shard: int) -> Flip:
+    """The `wrong_partial_sum` cheat of a unit: in step `_flip_step`, the middle element of the longest matmul
+    whose change reaches the next state (a forward product can be clipped away by a ReLU) computed from a partial
+    sum off from multiply-add K/3 on (`segment_side.partial_sum_flip`), with the sums the cheating daemon answers a
+    dot challenge with."""
+    from gensyn_py.proof.segment_side import matmuls, partial_sum_flip
+
+    step = _flip_step(spec)
+    tr = _traced(spec, dataset, round_, shard, step)
+    honest = _state_after(spec, dataset, round_, shard, step, None)
+    for op in matmuls(tr):
+        flip = partial_sum_flip(tr, step, op)
+        if _state_after(spec, dataset, round_, shard, step, flip) != honest:
+            return flip
+    raise ValueError("no matmul of the step reaches the state")
+
+
+def _state_after(spec: JobSpec, dataset: Dataset, round_: int, shard: int, step: int, flip: Flip | None) -> bytes:
+    """The state root after step `step`, taken honestly or with `flip`."""
+    from gensyn_py.proof.segment_side import flipped_step
+    from gensyn_py.proof.state import state_hash
+
+    t = Trainer(spec, dataset, round_, shard, "cpu")
+    t.run(step)
+    if flip is None:
+        t.train_step()
+    else:
+        flipped_step(t, flip)
+    return state_hash(t.state_dict())
+
+
+def _traced(spec: JobSpec, dataset: Dataset, round_: int, shard: int, step: int) -> Trace:
+    from gensyn_py.proof.step_trace import trace_step
+
+    t = Trainer(spec, dataset, round_, shard, "cpu")
+    t.run(step)
+    return trace_step(t)
+
+
+FLIPS: dict[str, Callable[[JobSpec, Dataset, int, int], Flip]] = {"flipped_bit": bit_flip,
+                                                                   "wrong_partial_sum": sum_flip}
 
 
 class _FlippingTrainer(Trainer):
@@ -267,13 +308,26 @@ def flipped_bit(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: in
     """Flips one bit of one op's output in one step of the faked segment and trains on from the flipped state: a
     repro unit's smallest cheat, which the dispute game narrows to that op. With `solver` its transcripts are bound
     to the committing address as an honest solver's are, so that only the faked segment differs from a replay."""
-    flip = bit_flip(spec, dataset, round_, shard) if spec.mode == "repro" else None
+    return _flipped("flipped_bit", spec, dataset, store, job_id, round_, shard, solver)
+
+
+def wrong_partial_sum(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+                      shard: int, solver: str | None = None) -> UnitCommitment:
+    """Computes one element of one matmul of one step of the faked segment from a wrong partial sum, and trains on
+    from there: a cheat the dispute game narrows to one integer multiply-add (bound to `solver` as `flipped_bit`)."""
+    return _flipped("wrong_partial_sum", spec, dataset, store, job_id, round_, shard, solver)
+
+
+def _flipped(cheat: str, spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+             shard: int, solver: str | None) -> UnitCommitment:
+    flip = FLIPS[cheat](spec, dataset, round_, shard) if spec.mode == "repro" else None
     return commit_segments(_FlippingTrainer(flip, _flip_step(spec), spec, dataset, round_, shard, "cpu"), store, job_id,
                            solver=solver)
 
 
 CHEATS: dict[str, Solve] = {
     "flipped_bit": flipped_bit,
+    "wrong_partial_sum": wrong_partial_sum,
     "skipped_steps": skipped_steps,
     "fewer_steps": fewer_steps,
     "other_data": other_data,

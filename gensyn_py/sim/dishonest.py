@@ -18,7 +18,7 @@ from gensyn_py.node.role import NodeConfig
 from gensyn_py.node.solver import SolverDaemon
 from gensyn_py.node.validator import ValidatorDaemon
 from gensyn_py.proof.replay import Verdict
-from gensyn_py.sim.cheats import CHEATS, WITHHOLDING, flipped_bit
+from gensyn_py.sim.cheats import CHEATS, FLIPS, WITHHOLDING, flipped_bit, wrong_partial_sum
 
 ALL_CHEATS = {**CHEATS, **WITHHOLDING}
 
@@ -40,20 +40,20 @@ class CheatingSolver(SolverDaemon):
             raise ConfigError(f"unknown cheat {cheat!r} (have: {', '.join(sorted(ALL_CHEATS))})")
         super().__init__(config, records_dir, device)
         self.cheat = cheat
-        if cheat == "flipped_bit":
-            # In a dispute game it defends the work it committed: its own replay, with the bit it flipped.
+        if cheat in FLIPS:
+            # In a dispute game it defends the work it committed: its own replay, with the value it changed.
             self.games.flip_for = self._flip_of
 
     def _flip_of(self, unit: Unit) -> Flip:
-        from gensyn_py.sim.cheats import bit_flip
-
-        return bit_flip(self.content.spec(unit.job_id), self.content.dataset(unit.job_id), unit.round, unit.shard)
+        return FLIPS[self.cheat](self.content.spec(unit.job_id), self.content.dataset(unit.job_id), unit.round,
+                                 unit.shard)
 
     def train_unit(self, unit: Unit, epoch: int, spec: JobSpec, dataset: Dataset,
                    weights: Mapping[str, torch.Tensor] | None) -> UnitCommitment:
         self.log.warning("unit.cheating", unit=unit.unit_id, cheat=self.cheat)
-        if self.cheat == "flipped_bit":  # the one cheat that differs from a replay only where it cheated
-            return flipped_bit(spec, dataset, self.store, unit.job_id, unit.round, unit.shard, solver=self.address)
+        if self.cheat in FLIPS:  # the cheats that differ from a replay only where they cheated
+            solve = flipped_bit if self.cheat == "flipped_bit" else wrong_partial_sum
+            return solve(spec, dataset, self.store, unit.job_id, unit.round, unit.shard, solver=self.address)
         return ALL_CHEATS[self.cheat](spec, dataset, self.store, unit.job_id, unit.round, unit.shard)
 
 

@@ -13,15 +13,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-import numpy as np
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
 from gensyn_py.chain.segment_game import Stage
-from gensyn_py.proof.segment_side import Flip, SegmentSide
+from gensyn_py.proof.segment_side import Flip, SegmentSide, partial_sum_flip
 from gensyn_py.proof.step_table import StepTable, step_table
-from gensyn_py.proof.trace import recompute_element
-from gensyn_py.repro import reference as R
 from gensyn_py.train.data import Dataset
 from gensyn_py.train.spec import JobSpec
 from gensyn_py.train.trainer import Trainer
@@ -48,21 +45,12 @@ def job() -> tuple[JobSpec, Dataset, StepTable]:
 
 
 def matmul_flip(side: SegmentSide, t: int) -> tuple[Flip, tuple[int, ...], int, int]:
-    """A cheat inside the longest matmul of step t: element size/2 from a partial sum off from multiply-add K/3 on
-    (by 2^16 times the least change that moves the rounded element, so that it reaches the state); the flip that
-    writes it, the claimant's sums, the op and K."""
+    """A cheat inside the longest matmul of step t (`segment_side.partial_sum_flip`): the flip that writes it, the
+    claimant's sums, the op and K."""
     step = side.trace(t)
-    i = max((j for j, op in enumerate(step.ops) if op.code == "matmul"),
-            key=lambda j: step.values[step.ops[j].inputs[0]].shape[-1])
-    contraction = int(step.values[step.ops[i].inputs[0]].shape[-1])
-    element, k = int(step.values[i].size) // 2, contraction // 3
-    d = recompute_element(step, i, element).detail
-    assert d is not None
-    least = next(1 << b for b in range(8, 200) if R.round_int(d.n + (1 << b), d.scale) != d.value)
-    sums = tuple(v + (least << 16 if j >= k else 0) for j, v in enumerate(d.partial))
-    value = float(np.float32(R.round_int(sums[-1], d.scale)))
-    return Flip(side.first + t, i, element, value=value), sums, i, contraction
-
+    flip = partial_sum_flip(step, side.first + t)
+    assert flip.sums is not None
+    return flip, flip.sums, flip.op, int(step.values[step.ops[flip.op].inputs[0]].shape[-1])
 
 
 def replay(flip: Flip | None = None) -> list[SegmentSide]:

@@ -1,11 +1,13 @@
 """The dispute game played by the real role daemons: nobody acts by hand (real anvil, real daemon processes).
 
 A market whose pool hands repro disputes to the game (`disputeGame: 1`): one solver that flips one bit of one
-op's output in one step of its unit (`flipped_bit`, `gensyn_py/sim/cheats.py`) and defends that work in the game
-from its own replay, two validators. The validator drawn for the cheated segment rejects it; both daemons then
-play every move of the segment game and the step game (`gensyn_py/node/game_player.py`). The validator is
-killed with SIGKILL mid-game and restarted: it picks the game up from the chain and its replay. The contract
-convicts the solver; the validator is paid; nobody honest is slashed.
+op's output in one step of its unit (`flipped_bit`, `gensyn_py/sim/cheats.py`), or computes one element of one
+matmul from a wrong partial sum (`wrong_partial_sum`: the game goes on to that element's one integer multiply-add),
+and defends that work in the game from its own replay, two validators. The validator drawn for the cheated
+segment rejects it; both daemons then play every move of the segment game and the step game
+(`gensyn_py/node/game_player.py`). The validator is killed with SIGKILL mid-game and restarted: it picks the game
+up from the chain and its replay. The contract convicts the solver; the validator is paid; nobody honest is
+slashed.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ E18 = 10**18
 COLLATERAL = 100 * E18
 NODES = {"solver-1": ("solver", 2), "validator-1": ("validator", 4), "validator-2": ("validator", 5)}
 STEP_GAME, SOLVER_FRAUD = 3, 2  # ISegmentGame.Reason, Outcome
+WRONG_ELEMENT, WRONG_MULTIPLY_ADD = 4, 6  # IStepGame.Reason
+DECIDED_BY = {"flipped_bit": WRONG_ELEMENT, "wrong_partial_sum": WRONG_MULTIPLY_ADD}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()
 def market(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalNetwork]:
     net = start_market(tmp_path_factory.mktemp("game"), nodes=NODES, disputeGame=1)
     try:
@@ -32,13 +36,14 @@ def market(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalNetwork]:
         net.stop()
 
 
-def test_the_daemons_play_the_game_to_the_cheat_and_survive_a_kill_mid_game(market: LocalNetwork) -> None:
+@pytest.mark.parametrize("cheat", sorted(DECIDED_BY))
+def test_the_daemons_play_the_game_to_the_cheat_and_survive_a_kill_mid_game(market: LocalNetwork, cheat: str) -> None:
     net = market
     p = protocol(net)
     game = p["SegmentGame"]
     start = int(net.w3.eth.block_number)
     cheater = net.nodes["solver-1"]
-    net.restart("solver-1", "--cheat", "flipped_bit")
+    net.restart("solver-1", "--cheat", cheat)
     job = submit(net, steps=40, seed=23)
     opened = wait_until(lambda: game.events.DisputeOpened().get_logs(from_block=start) or None, 180,
                         "the validator's reject to open a game", on_wait=net.check_alive)[0]["args"]
@@ -54,7 +59,7 @@ def test_the_daemons_play_the_game_to_the_cheat_and_survive_a_kill_mid_game(mark
                                                                           SOLVER_FRAUD)
     steps = p["StepGame"].events.GameDecided().get_logs(from_block=start)
     assert [e["args"]["winner"] for e in steps] == [opened["opener"]]  # decided by recomputing, not on time
-    assert steps[0]["args"]["reason"] != 0
+    assert steps[0]["args"]["reason"] == DECIDED_BY[cheat]  # by recomputing an element, or one multiply-add
     assert slashes(net, start) == [(cheater.account.address, COLLATERAL)]  # the cheater, nobody else
     moves = [r for r in net.log_lines(counter) if r.get("event") in ("game.move", "game.step_move")]
     assert moves, "the counter's daemon played"
