@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sha3 import keccak_256
-
-from gensyn_py.crypto.hashing import keccak256
+from gensyn_py.crypto.hashing import keccak256, keccak_256
 from gensyn_py.errors import VerificationError
 
 

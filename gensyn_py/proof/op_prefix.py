@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sha3 import keccak_256
-
+from gensyn_py.crypto.hashing import keccak_256
 from gensyn_py.crypto.merkle import hash_pair
 
 ZERO = bytes(32)

@@ -230,11 +230,10 @@ class SegmentSide:
     def step_side(self, t: int) -> StepSide:
         """The step game's side for step t: this side's trace, its named inputs bound to the state after t steps (a
         cheat's side answers a dot challenge of the element it cheated in with its own sums)."""
-        side = StepSide(self.trace(t), self.states[t])
-        flip = self.flip
+        flip, sums = self.flip, None
         if flip is not None and flip.sums is not None and flip.step == self.first + t:
-            side._sums[(flip.op, flip.element)] = flip.sums
-        return side
+            sums = {(flip.op, flip.element): flip.sums}
+        return StepSide(self.trace(t), self.states[t], sums)
 
     def reveal(self, t: int) -> tuple[Any, ...]:
         """The claimant's ``revealStep`` argument (``ISegmentGame.StepReveal``) for step t of the segment."""

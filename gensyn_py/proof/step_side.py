@@ -74,11 +74,14 @@ class StepSide:
     """A party to a step game holding `trace`; `state`, when given, is the whole state the step starts from (the
     named-inputs root is then that state's, as the segment game opens it; ``step_program.inputs_root``)."""
 
-    def __init__(self, trace: Trace, state: Mapping[str, np.ndarray[Any, Any]] | None = None) -> None:
+    def __init__(self, trace: Trace, state: Mapping[str, np.ndarray[Any, Any]] | None = None,
+                 sums: Mapping[tuple[int, int], tuple[int, ...]] | None = None) -> None:
+        """`sums`: prefix sums of (op, element) this side answers with instead of computing them from its trace (a
+        cheat's, whose element was computed from a wrong partial sum)."""
         self.trace = trace
         self.state = state
         self._trees: dict[int, DataTree] = {}
-        self._sums: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._sums: dict[tuple[int, int], tuple[int, ...]] = dict(sums or {})
         self._prefixes: dict[int, list[list[bytes]]] = {}  # prefix trees by ops filled, kept for ``open_op``
 
     @cached_property

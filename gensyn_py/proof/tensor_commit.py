@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
-from sha3 import keccak_256
 
-from gensyn_py.crypto.hashing import keccak256, uint256
+from gensyn_py.crypto.hashing import keccak256, keccak_256, uint256
 from gensyn_py.crypto.merkle import hash_pair, levels_proof, merkle_levels, merkle_proof, merkle_root, process_proof
 from gensyn_py.errors import VerificationError
 

@@ -240,38 +240,42 @@ def sum_flip(spec: JobSpec, dataset: Dataset, round_: int, shard: int) -> Flip:
     whose change reaches the next state (a forward product can be clipped away by a ReLU) computed from a partial
     sum off from multiply-add K/3 on (`segment_side.partial_sum_flip`), with the sums the cheating daemon answers a
     dot challenge with."""
-    from gensyn_py.proof.segment_side import matmuls, partial_sum_flip
+    from gensyn_py.proof.segment_side import flipped_step, matmuls, partial_sum_flip
+    from gensyn_py.proof.state import state_hash
+    from gensyn_py.proof.step_trace import trace_step
 
     step = _flip_step(spec)
-    tr = _traced(spec, dataset, round_, shard, step)
-    honest = _state_after(spec, dataset, round_, shard, step, None)
+    t = _at_step(spec, dataset, round_, shard, step)
+    before = {k: v.clone() for k, v in t.state_dict().items()}  # copies: each try below steps the same trainer
+    tr = trace_step(t)
+
+    def after(flip: Flip | None) -> bytes:
+        """The state root after the step from `before`, taken honestly or with `flip`."""
+        t.load_state_dict(before)
+        if flip is None:
+            t.train_step()
+        else:
+            flipped_step(t, flip)
+        return state_hash(t.state_dict())
+
+    honest = after(None)
     for op in matmuls(tr):
         flip = partial_sum_flip(tr, step, op)
-        if _state_after(spec, dataset, round_, shard, step, flip) != honest:
+        if after(flip) != honest:
             return flip
     raise ValueError("no matmul of the step reaches the state")
-
-
-def _state_after(spec: JobSpec, dataset: Dataset, round_: int, shard: int, step: int, flip: Flip | None) -> bytes:
-    """The state root after step `step`, taken honestly or with `flip`."""
-    from gensyn_py.proof.segment_side import flipped_step
-    from gensyn_py.proof.state import state_hash
-
-    t = Trainer(spec, dataset, round_, shard, "cpu")
-    t.run(step)
-    if flip is None:
-        t.train_step()
-    else:
-        flipped_step(t, flip)
-    return state_hash(t.state_dict())
 
 
 def _traced(spec: JobSpec, dataset: Dataset, round_: int, shard: int, step: int) -> Trace:
     from gensyn_py.proof.step_trace import trace_step
 
+    return trace_step(_at_step(spec, dataset, round_, shard, step))
+
+
+def _at_step(spec: JobSpec, dataset: Dataset, round_: int, shard: int, step: int) -> Trainer:
     t = Trainer(spec, dataset, round_, shard, "cpu")
     t.run(step)
-    return trace_step(t)
+    return t
 
 
 FLIPS: dict[str, Callable[[JobSpec, Dataset, int, int], Flip]] = {"flipped_bit": bit_flip,
