@@ -6,8 +6,9 @@ step table. Two cheats at step 2k/3 of segment 1, each solver training on from t
 largest elementwise output in the middle of the step flipped (`elementwise`), and one element of the longest matmul
 computed from a partial sum off from multiply-add K/3 on (`matmul`). The validator drawn for segment 1 rejects the
 unit and the pool hands the dispute to the game. Both sides play from their own replay
-(`gensyn_py/proof/segment_side.py`): stage (a) over the segment's state roots, the claimant's reveal of the step, the
-step game to one element (and to one multiply-add), and the settlement in the pool.
+(`gensyn_py/proof/segment_side.py`): the claimant's transcript, stage (a) over the segment's positions (state roots
+bound to the losses), the claimant's reveal of the step, the step game to one element (and to one multiply-add), and
+the settlement in the pool.
 
 Figures per game: `dispute_moves` (both sides, both games, the settling call excluded) against the issue's bound
 log2(steps) + log2(ops) + log2(elements) + log2(K) + 4 (K = 1 for the elementwise game); `dispute_total_gas`
@@ -180,6 +181,7 @@ def game(p: Protocol, u: Unit, flip: Flip, k_len: int) -> dict[str, Any]:
         "step_game_moves": sum(g.step_game.moves.values()), "multiply_add": g.step_game.multiply_add,
         "dispute_total_gas": gas + int(settled["gasUsed"]), "reveal_gas": g.calls["revealStep"],
         "one_step_gas": g.deciding_gas, "settle_gas": int(settled["gasUsed"]), "contest_gas": g.calls["contest"],
+        "transcript_gas": g.calls["openTranscript"],
         "segment_game_gas": dict(g.gas), "step_game_gas": dict(g.step_game.gas),
         "dispute_offchain_ratio": round(max(claimant_s, counter_s) / u.train_s, 2),
         "claimant_offchain_s": round(claimant_s, 3), "counter_offchain_s": round(counter_s, 3),

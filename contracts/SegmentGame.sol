@@ -5,13 +5,14 @@ import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
 import {Hashes} from "@openzeppelin/contracts/utils/cryptography/Hashes.sol";
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {IDisputeResolver} from "./interfaces/IDisputeResolver.sol";
-import {ISegmentGame, SegmentLeaf, StepReveal} from "./interfaces/ISegmentGame.sol";
+import {ISegmentGame, SegmentLeaf, StepReveal, Transcript} from "./interfaces/ISegmentGame.sol";
 import {IStepGame} from "./interfaces/IStepGame.sol";
 import {ITaskPool} from "./interfaces/ITaskPool.sol";
 import {Bisection} from "./libraries/Bisection.sol";
 import {Segments} from "./libraries/Segments.sol";
 import {StepBinding} from "./libraries/StepBinding.sol";
 import {TraceProofs} from "./libraries/TraceProofs.sol";
+import {Transcripts} from "./libraries/Transcripts.sol";
 import {OpOpening} from "./types/Trace.sol";
 import {Unit} from "./types/Pool.sol";
 import {Outcome} from "./types/Types.sol";
@@ -31,6 +32,7 @@ contract SegmentGame is ISegmentGame, Ownable {
         uint256 unitId;
         bytes32 checkpointRoot;
         bytes32 stepsRoot;
+        bytes32 transcriptCommit; // the disputed segment's, from its leaf (until the claimant opens it)
         uint256 stepGame;
         uint32 interval; // steps per segment
         // One slot: the decision writes `stage` and `winner` together.
@@ -110,17 +112,53 @@ contract SegmentGame is ISegmentGame, Ownable {
         Bisection.Game storage g = s.g;
         g.charge(msg.sender);
         _open(id, s, leaf);
-        // Position i of the bisection is the state after i steps of the segment: both agree on its start.
-        // INVARIANT: one clock per side over the whole game: the bisection starts, the clocks go on.
-        g.restart(Bisection.Ends(0, s.interval, leaf.start, leaf.end, counterEnd));
-        s.stage = Stage.Steps;
+        // Held until the claimant's transcript gives its end position: the leaf's states and commitment, the
+        // counter's end and its first bisection move (its position at the first midpoint).
+        (g.agreed, g.claimantRoot, s.transcriptCommit) = (leaf.start, leaf.end, leaf.transcriptCommit);
+        (g.counterRoot, g.pendingRoot) = (counterEnd, atMid);
+        s.stage = Stage.Transcript;
+        g.counterToMove = false;
         emit Contested(id, counterEnd, s.interval);
+    }
+
+    /// @inheritdoc ISegmentGame
+    function openTranscript(uint256 id, Transcript calldata t, bytes32 atPending, bytes32 atNext) external {
+        Game storage s = _at(id, Stage.Transcript);
+        Bisection.Game storage g = s.g;
+        g.charge(msg.sender);
+        uint256 steps = t.losses.length / 4;
+        // INVARIANT: the losses judged are the ones the unit committed to, one per step of the segment.
+        if (
+            t.losses.length != 4 * uint256(s.interval) ||
+            Transcripts.commit(t.author, t.losses, g.claimantRoot) != s.transcriptCommit
+        ) revert NotTranscript(steps, s.transcriptCommit);
+        // INVARIANT: the work is the claimant's own, or inherited through the unit's on-chain partial commitment.
+        if (t.author != g.claimant && !_inherited(s, t.partialProof))
+            return _decide(id, s, g.counter, Reason.WrongAuthor);
+        bytes32 end = Transcripts.position(g.claimantRoot, Transcripts.lossesHash(t.losses));
+        emit TranscriptOpened(id, t.author, t.losses, end);
+        (bytes32 counterEnd, bytes32 counterMid) = (g.counterRoot, g.pendingRoot);
+        if (end == counterEnd) return _decide(id, s, g.claimant, Reason.EndsAgree);
+        // Position i of the bisection is the state and the losses after i steps: both agree on the start.
+        // INVARIANT: one clock per side over the whole game: the bisection starts, the clocks go on.
+        g.restart(Bisection.Ends(0, s.interval, Transcripts.position(g.agreed, bytes32(0)), end, counterEnd));
+        s.stage = Stage.Steps;
         if (g.done()) return _narrowed(id, s);
-        // The contest is also the bisection's first move: the counter's root at the first midpoint. The claimant
-        // answers it, so the stage takes one move fewer than with the claimant opening it.
-        g.counterToMove = true;
-        g.move(msg.sender, bytes32(0), atMid);
+        // The contest held the counter's first move; this is the claimant's answer to it, so the stage takes one
+        // move fewer than with the claimant opening it.
+        (g.pending, g.pendingRoot) = (true, counterMid);
+        g.move(msg.sender, atPending, atNext);
         emit StepsMoved(id, msg.sender, g.lo, g.hi);
+        if (g.done()) _narrowed(id, s);
+    }
+
+    /// @dev The disputed segment is in the unit's on-chain partial commitment (`proof`: its leaf's path there), so
+    ///      its transcript's author is whoever the partial's committer resumed it from.
+    function _inherited(Game storage s, bytes32[] calldata proof) private view returns (bool) {
+        (, bytes32 root, uint32 segments) = pool.partialOf(s.unitId);
+        return
+            s.segment < segments &&
+            Segments.verify(root, s.segment, s.g.agreed, s.g.claimantRoot, s.transcriptCommit, proof);
     }
 
     /// @inheritdoc ISegmentGame
@@ -199,29 +237,33 @@ contract SegmentGame is ISegmentGame, Ownable {
         bytes32 program = Hashes.commutativeKeccak256(r.opsRoot, StepBinding.outputsRoot(r.outputKeys, r.outputOps));
         bytes32 leaf = keccak256(abi.encodePacked(uint256(s.round), uint256(s.shard), step, program, r.batchRoot));
         if (!MerkleProof.verifyCalldata(r.tableProof, s.stepsRoot, leaf)) revert NotInStepTable(step);
-        _checkRoot(StepBinding.stateRoot(r.prior), g.agreed);
-        _checkRoot(StepBinding.stateRoot(r.next), g.claimantRoot);
-        (uint256[] memory ops, bytes32[] memory roots) = StepBinding.bind(r, s.round, s.shard, step + 1);
+        bytes32 prior = StepBinding.stateRoot(r.prior);
+        // INVARIANT: the revealed step starts at the agreed position and ends at the claimant's, losses included.
+        _checkRoot(Transcripts.position(prior, r.lossesBefore), g.agreed);
+        bytes32 lossesAfter = Transcripts.next(r.lossesBefore, r.loss);
+        _checkRoot(Transcripts.position(StepBinding.stateRoot(r.next), lossesAfter), g.claimantRoot);
+        bytes32 lossRoot = Transcripts.lossRoot(r.loss);
+        (uint256[] memory ops, bytes32[] memory roots) = StepBinding.bind(r, s.round, s.shard, step + 1, lossRoot);
         _checkOutputs(r, ops, roots);
-        _playStep(id, s, program, r);
+        _playStep(id, s, program, prior, r);
     }
 
     /// @dev Open the step game over the claimant's trace of the revealed step. The counter's trace root comes with
     ///      its first move there (`IStepGame.contestTrace`), which spares this game a move of its own.
-    function _playStep(uint256 id, Game storage s, bytes32 program, StepReveal calldata r) private {
+    function _playStep(uint256 id, Game storage s, bytes32 program, bytes32 prior, StepReveal calldata r) private {
         Bisection.Game storage g = s.g;
         // A state input's proof is its path in the state at t then the batch root, a batch input's the reverse.
-        bytes32 inputs = Hashes.commutativeKeccak256(g.agreed, r.batchRoot);
+        bytes32 inputs = Hashes.commutativeKeccak256(prior, r.batchRoot);
         s.stage = Stage.Step;
         uint256 gameId = stepGame.open(g.claimant, g.counter, program, inputs, r.nOps, r.traceRoot, bytes32(0));
         s.stepGame = gameId;
         emit StepRevealed(id, gameId, program, inputs, r.nOps, r.traceRoot);
     }
 
-    /// @dev Each named output the next state holds is its op's output in the claimant's trace: opened there with
-    ///      the op's own index inside the leaf. A leaf placed at another slot than its index cannot help a liar: the
-    ///      step game then narrows to the first slot where the claimant's trace differs, where only the leaf of
-    ///      that very op opens.
+    /// @dev Each named output the next state holds, and the loss, is its op's output in the claimant's trace: opened
+    ///      there with the op's own index inside the leaf. A leaf placed at another slot than its index cannot help a
+    ///      liar: the step game then narrows to the first slot where the claimant's trace differs, where only the
+    ///      leaf of that very op opens.
     function _checkOutputs(StepReveal calldata r, uint256[] memory ops, bytes32[] memory roots) private pure {
         // INVARIANT: the step game accepts the op count revealed, so an honest counter can always play it.
         if (r.nOps > MAX_OPS) revert OpOutOfRange(r.nOps, MAX_OPS);

@@ -19,6 +19,16 @@ struct SegmentLeaf {
     bytes32[] proof;
 }
 
+/// @notice A segment's loss transcript, opened by the claimant (`openTranscript`): who trained the segment, its
+///         losses (float32 little-endian, one per step) and, for an author other than the claimant (a segment
+///         inherited from another solver's partial commitment), the segment's leaf path in the unit's on-chain
+///         partial root (`ITaskPool.partialOf`).
+struct Transcript {
+    address author;
+    bytes losses;
+    bytes32[] partialProof;
+}
+
 /// @notice What the claimant reveals of the disputed step t -> t + 1 (`revealStep`).
 struct StepReveal {
     bytes32 opsRoot; // the step program's ops root; its outputs root is computed from `outputKeys`, `outputOps`
@@ -30,7 +40,9 @@ struct StepReveal {
     StateEntries next; // every entry of the claimant's state at t + 1
     uint256 nOps; // ops in the claimant's trace of the step
     bytes32 traceRoot; // the claimant's op-prefix root over its whole trace
-    OpOpening[] outputs; // for each named output the next state holds, in key order: its op in the claimant's trace
+    OpOpening[] outputs; // for each named output the next state holds and the loss, in key order: its op in the trace
+    bytes32 lossesBefore; // L_t, the running hash of the segment's losses before step t (`Transcripts`)
+    bytes4 loss; // the claimant's loss of step t (float32, little-endian), its transcript's
 }
 
 /// @title The segment game: a dispute over one segment of a `repro` unit, decided by the contract alone.
@@ -48,7 +60,8 @@ interface ISegmentGame is IDisputeResolver {
     /// @notice Where a dispute stands.
     enum Stage {
         None,
-        Contest, // the counter opens the segment's leaf and posts its end state (or refutes or contests the start)
+        Contest, // the counter opens the segment's leaf and posts its end position (or refutes or contests the start)
+        Transcript, // the claimant opens its loss transcript, which fixes its end position, with its first move
         Start, // segment 0's start of a round-0 unit is contested: the claimant proves it is the job's
         Steps, // both bisect over the segment's step state roots
         Reveal, // the claimant reveals the disputed step, which opens the step game
@@ -62,7 +75,9 @@ interface ISegmentGame is IDisputeResolver {
         BrokenChain, // the segment's start is not the previous segment's end
         StartUnbound, // segment 0's start of a later round's unit is contested: not bound on-chain, no winner
         StepGame, // the step game decided (its own `GameDecided` says why)
-        StartProven // segment 0's start was contested and is the job's (in its step table): the claimant wins
+        StartProven, // segment 0's start was contested and is the job's (in its step table): the claimant wins
+        WrongAuthor, // the transcript is another solver's, not backed by the unit's on-chain partial: the counter wins
+        EndsAgree // the counter's end position is the claimant's: there is nothing to dispute, the claimant wins
     }
 
     /// @notice The call belongs to stage `expected`; the dispute is at `actual`.
@@ -98,13 +113,20 @@ interface ISegmentGame is IDisputeResolver {
     error NotRefuted(uint256 disputeId, Reason reason);
     /// @notice The step game `gameId` is not decided yet.
     error StepGameRunning(uint256 gameId);
+    /// @notice The transcript opened is not the one the segment's leaf commits to (or has `steps` losses of 4 bytes
+    ///         fewer or more than the segment's steps).
+    error NotTranscript(uint256 steps, bytes32 transcriptCommit);
     /// @notice A constructor or `wire` parameter out of its range (named).
     error InvalidGameParam(string name, uint256 value);
 
     /// @notice The disputed segment's leaf was opened (with the contest): its start and end state roots.
     event SegmentOpened(uint256 indexed disputeId, uint256 segment, bytes32 start, bytes32 end);
-    /// @notice The counter's end state: the bisection over the segment's `steps` steps starts.
+    /// @notice The counter's end position (its state and losses after the segment's `steps` steps); the claimant
+    ///         opens its transcript next.
     event Contested(uint256 indexed disputeId, bytes32 counterEnd, uint256 steps);
+    /// @notice The claimant's transcript, by `author`, with `losses`: its end position is `claimantEnd`; the
+    ///         bisection over the segment's steps runs (unless that decided the dispute).
+    event TranscriptOpened(uint256 indexed disputeId, address author, bytes losses, bytes32 claimantEnd);
     /// @notice A bisection move: the interval [lo, hi] of steps after it.
     event StepsMoved(uint256 indexed disputeId, address indexed mover, uint64 lo, uint64 hi);
     /// @notice The bisection ended at step `step` of the segment (`unitStep` of the unit): the states agree before
@@ -124,9 +146,16 @@ interface ISegmentGame is IDisputeResolver {
     event GameDecided(uint256 indexed disputeId, address indexed winner, Reason reason, uint8 outcome);
 
     /// @notice The counter opens the disputed segment's leaf in the unit's checkpoint root (`leaf`: the claimant's
-    ///         start and end), and posts its own end state, unequal to the claimant's, and its state root at the first
-    ///         midpoint (`atMid`: the bisection's first move, ignored for a one-step segment); the claimant answers.
+    ///         start, end and transcript commitment), and posts its own end position and its position at the first
+    ///         midpoint (`atMid`: the bisection's first move, ignored for a one-step segment). A position after i
+    ///         steps is `Transcripts.position(state root, running hash of the first i losses)`.
     function contest(uint256 disputeId, SegmentLeaf calldata leaf, bytes32 counterEnd, bytes32 atMid) external;
+    /// @notice The claimant opens the transcript the segment's leaf commits to (its own, or an inherited segment's
+    ///         author with the leaf's path in the unit's partial root: else decided for the counter), which gives
+    ///         its end position; an end position equal to the counter's decides for the claimant. Otherwise the
+    ///         bisection over the segment's steps starts with this move: the claimant's position at the counter's
+    ///         midpoint (`atPending`) and at the next (`atNext`).
+    function openTranscript(uint256 disputeId, Transcript calldata t, bytes32 atPending, bytes32 atNext) external;
     /// @notice The counter opens the disputed segment's leaf and leaf `segment - 1`, whose end is not its start.
     function refuteStart(uint256 disputeId, SegmentLeaf calldata disputed, SegmentLeaf calldata previous) external;
     /// @notice The counter opens segment 0's leaf (`leaf`) and contests its start. A round-0 unit's start is bound

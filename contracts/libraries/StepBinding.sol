@@ -10,7 +10,8 @@ import {ISegmentGame, StateEntries, StepReveal} from "../interfaces/ISegmentGame
 ///         states and the program's named outputs as whole sorted lists, `bind` checks that every key of the next
 ///         state is a named output of the step, the cursor, or carried from the state before with the same root,
 ///         and that no key of the state before and no named output but `loss` is missing; it returns the roots the
-///         next state gives the named outputs, each with the op that must have produced it.
+///         next state gives the named outputs, and the loss's root from the transcript, each with the op that must
+///         have produced it.
 library StepBinding {
     /// @dev keccak256 of the canonical JSON `["loss"]`: the one named output that is not state.
     bytes32 internal constant LOSS = keccak256(hex"5b226c6f7373225d");
@@ -39,38 +40,46 @@ library StepBinding {
         return merkleRoot(leaves);
     }
 
-    /// @dev Where the merge stands: the next key of the state before, the next named output, the outputs bound.
+    /// @dev Where the merge stands: the next key of the state before, the next named output, the outputs bound
+    ///      (`ops[i]` must output `roots[i]`), and the root the loss must have.
     struct Walk {
         uint256 prior;
         uint256 output;
         uint256 bound;
+        uint256[] ops;
+        bytes32[] roots;
+        bytes32 lossRoot;
     }
 
     /// @notice Check `r.next` against `r.prior` and the named outputs (lists already proven sorted and hashed), and
-    ///         return the named outputs the next state holds: op `ops[i]` must have output `roots[i]`.
+    ///         return the named outputs the next state holds and the loss, in key order: op `ops[i]` must have output
+    ///         `roots[i]`.
     /// @param nextStep the unit step the next state is at: its cursor must be `[round, shard, nextStep]`.
+    /// @param lossRoot the root the step's loss output must have (`Transcripts.lossRoot` of the transcript's loss).
     function bind(
         StepReveal calldata r,
         uint256 round,
         uint256 shard,
-        uint256 nextStep
+        uint256 nextStep,
+        bytes32 lossRoot
     ) internal pure returns (uint256[] memory ops, bytes32[] memory roots) {
-        uint256[] memory allOps = new uint256[](r.outputKeys.length);
-        bytes32[] memory allRoots = new bytes32[](r.outputKeys.length);
         bytes32 cursor = cursorRoot(round, shard, nextStep);
         Walk memory w;
+        (w.ops, w.roots, w.lossRoot) = (
+            new uint256[](r.outputKeys.length),
+            new bytes32[](r.outputKeys.length),
+            lossRoot
+        );
         for (uint256 i; i < r.next.keys.length; ++i) {
             bytes32 k = r.next.keys[i];
             bytes32 root = r.next.roots[i];
             // INVARIANT: no key of the state before is dropped, and no named output but the loss.
             if (w.prior < r.prior.keys.length && r.prior.keys[w.prior] < k)
                 revert ISegmentGame.MissingKey(r.prior.keys[w.prior]);
-            _skipLoss(r.outputKeys, w, k);
+            _skipLoss(r, w, k);
             bool carried = w.prior < r.prior.keys.length && r.prior.keys[w.prior] == k;
             if (w.output < r.outputKeys.length && r.outputKeys[w.output] == k) {
-                (allOps[w.bound], allRoots[w.bound]) = (r.outputOps[w.output], root);
-                ++w.bound;
-                ++w.output;
+                _bound(w, r.outputOps[w.output], root);
             } else if (k == CURSOR) {
                 if (root != cursor) revert ISegmentGame.WrongCursor(root, cursor);
             } else {
@@ -81,17 +90,27 @@ library StepBinding {
             if (carried) ++w.prior;
         }
         if (w.prior < r.prior.keys.length) revert ISegmentGame.MissingKey(r.prior.keys[w.prior]);
-        _skipLoss(r.outputKeys, w, bytes32(type(uint256).max));
+        _skipLoss(r, w, bytes32(type(uint256).max));
         if (w.output < r.outputKeys.length) revert ISegmentGame.MissingKey(r.outputKeys[w.output]);
-        // The named outputs held (all but the loss), in key order.
+        // The named outputs bound, in key order (a program without a loss output binds one fewer).
         (ops, roots) = (new uint256[](w.bound), new bytes32[](w.bound));
-        for (uint256 i; i < w.bound; ++i) (ops[i], roots[i]) = (allOps[i], allRoots[i]);
+        for (uint256 i; i < w.bound; ++i) (ops[i], roots[i]) = (w.ops[i], w.roots[i]);
     }
 
-    /// @dev Step past the named outputs below key `k`: only the loss may be one the next state does not hold.
-    function _skipLoss(bytes32[] calldata keys, Walk memory w, bytes32 k) private pure {
-        for (; w.output < keys.length && keys[w.output] < k; ++w.output) {
-            if (keys[w.output] != LOSS) revert ISegmentGame.MissingKey(keys[w.output]);
+    /// @dev Output `op` must be `root`; the walk moves past that named output.
+    function _bound(Walk memory w, uint256 op, bytes32 root) private pure {
+        (w.ops[w.bound], w.roots[w.bound]) = (op, root);
+        ++w.bound;
+        ++w.output;
+    }
+
+    /// @dev Step past the named outputs below key `k`: only the loss may be one the next state does not hold, and
+    ///      its root is the transcript's.
+    function _skipLoss(StepReveal calldata r, Walk memory w, bytes32 k) private pure {
+        while (w.output < r.outputKeys.length && r.outputKeys[w.output] < k) {
+            bytes32 key = r.outputKeys[w.output];
+            if (key != LOSS) revert ISegmentGame.MissingKey(key);
+            _bound(w, r.outputOps[w.output], w.lossRoot);
         }
     }
 

@@ -20,18 +20,32 @@ class Stage(IntEnum):
 
     NONE = 0
     CONTEST = 1  # the counter opens the segment's leaf with its contest
-    START = 2  # a round-0 unit's contested start: the claimant proves it is the job's
-    STEPS = 3
-    REVEAL = 4  # the claimant's reveal opens the step game
-    STEP = 5
-    DECIDED = 6
+    TRANSCRIPT = 2  # the claimant opens its loss transcript with its first bisection move
+    START = 3  # a round-0 unit's contested start: the claimant proves it is the job's
+    STEPS = 4
+    REVEAL = 5  # the claimant's reveal opens the step game
+    STEP = 6
+    DECIDED = 7
+
+
+class Reason(IntEnum):
+    """`ISegmentGame.Reason`."""
+
+    TIMEOUT = 0
+    BROKEN_CHAIN = 1
+    START_UNBOUND = 2
+    STEP_GAME = 3
+    START_PROVEN = 4
+    WRONG_AUTHOR = 5
+    ENDS_AGREE = 6
 
 
 class SegmentGame(BoundContract):
     NAME = "SegmentGame"
 
     def move(self, fn: str, dispute_id: int, *args: Any) -> TxReceipt:
-        """Any move of the game (`contest`, `refuteStart`, `contestStart`, `proveStart`, `moveSteps`, `revealStep`)."""
+        """Any move of the game (`contest`, `openTranscript`, `refuteStart`, `contestStart`, `proveStart`, `moveSteps`,
+        `revealStep`)."""
         return self.transact(fn, dispute_id, *args)
 
     def settle(self, dispute_id: int) -> TxReceipt:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
+from eth_utils import to_checksum_address
+
 from gensyn_py.chain.bisection import next_move
 from gensyn_py.chain.segment_game import Stage
 from gensyn_py.chain.step_game import Stage as StepStage
@@ -123,7 +125,12 @@ class GamePlayer:
                 self._move(where, self.game.move, "contest", did, leaf, *self._side(did, unit, segment).contest())
             return
         side = self._side(did, unit, segment)
-        if stage == Stage.STEPS:
+        if stage == Stage.TRANSCRIPT:
+            author, partial_proof = self._author(unit, segment)
+            counter_mid = self.game.pending_of(did, block=at)[1]  # the counter's first move, with its contest
+            self._move(where, self.game.move, "openTranscript", did,
+                       *side.open_transcript(author, counter_mid, partial_proof))
+        elif stage == Stage.STEPS:
             pending, root = self.game.pending_of(did, block=at)
             m = side.move(lo, hi, root if pending else None)
             self._move(where, self.game.move, "moveSteps", did, m.at_pending, m.at_next)
@@ -142,6 +149,16 @@ class GamePlayer:
             self.node.log.warning("game.no_move", game=where[0], id=where[1], move=fn, reason=e.name)
             return
         self.node.log.info("game.move", game=where[0], id=where[1], move=fn, gas=int(receipt["gasUsed"]))
+
+    def _author(self, unit: Unit, segment: int) -> tuple[str, list[bytes]]:
+        """Who trained `segment` of this side's unit, and for a segment inherited from another solver the segment's
+        path in the unit's on-chain partial root (the latest partial, whose first segments the unit resumed)."""
+        _, m = self.node.content.committed(unit)
+        author = to_checksum_address(m.author_of(segment, unit.solver))
+        if author == to_checksum_address(unit.solver):
+            return author, []
+        segments = self.node.pool.partial_of(unit.unit_id).segments
+        return author, list(m.prefix(segments).proof(segment)) if segment < segments else []
 
     def _table(self, unit: Unit) -> StepTable:
         """The unit's job's step table, built once per job (a pure function of the spec and the dataset)."""

@@ -1,10 +1,11 @@
 """One side of the segment game (``contracts/SegmentGame.sol``; docs/dispute-game.md "Stage (a) and the binding").
 
-Each side replays the disputed segment from the agreed start state on its own and commits to the state root
-after every step: position i of the bisection is the root after i steps.  The claimant then reveals the step
-the bisection ends on (``reveal``): the step's program and batch with their proof in the job's step table,
-the states before and after it entry by entry, and its trace's root with the op of every named output opened
-in it.  Each side then plays the step game from its own trace of that step (``step_side``).
+Each side replays the disputed segment from the agreed start state on its own and commits to its position
+after every step: position i of the bisection is the state root after i steps bound to the losses of those
+steps (``transcript_positions.py``).  The claimant then reveals the step the bisection ends on (``reveal``): the
+step's program and batch with their proof in the job's step table, the states before and after it entry by
+entry with the losses before it and its loss, and its trace's root with the op of every named output (the loss
+too) opened in it.  Each side then plays the step game from its own trace of that step (``step_side``).
 
 A ``Flip`` makes a side cheat the smallest way there is: one bit of one op's output in one step flipped, and
 everything after it computed from the flipped value, the states that follow included.
@@ -12,6 +13,7 @@ everything after it computed from the flipped value, the states that follow incl
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from gensyn_py.chain.bisection import Move, next_move
 from gensyn_py.crypto.merkle import merkle_proof
+from gensyn_py.proof.commitment import transcript_hash
 from gensyn_py.proof.replay_snapshots import Snapshots
 from gensyn_py.proof.state import canonical_arrays, key_hash, state_keys, state_root
 from gensyn_py.proof.step_program import ops_root
@@ -27,6 +30,7 @@ from gensyn_py.proof.step_table import StepTable, batch_root_of
 from gensyn_py.proof.step_trace import trace_step
 from gensyn_py.proof.tensor_commit import DataRoots, tensor_root
 from gensyn_py.proof.trace import Trace, TraceError, TracingBackend
+from gensyn_py.proof.transcript_positions import Positions, loss_bytes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -180,6 +184,7 @@ class SegmentSide:
         # two nodes would each hash their own).
         self._data: DataRoots = {}
         self.states = [canonical_arrays(trainer.state_dict())]
+        self.losses: list[bytes] = []  # each step's loss, as its transcript has it
         fast = Snapshots.of(trainer, self.states[0])
         shots = []
         for _ in range(spec.checkpoint_interval):
@@ -194,9 +199,10 @@ class SegmentSide:
 
     def _advance(self, trainer: Trainer) -> None:
         if self.flip is not None and trainer.step == self.flip.step:
-            flipped_step(trainer, self.flip)
+            loss = flipped_step(trainer, self.flip)
         else:
-            trainer.train_step()
+            loss = trainer.train_step()
+        self.losses.append(loss_bytes(loss))
 
     @cached_property
     def roots(self) -> StateRoots:
@@ -204,15 +210,33 @@ class SegmentSide:
         asks for about log2(interval) of them, and hashing a state costs more than the step that made it."""
         return StateRoots(self.states, self._data)
 
+    @cached_property
+    def positions(self) -> Positions:
+        """The game's position after 0, 1, ..., interval steps: each state root bound to the losses before it."""
+        return Positions(self.roots, self.losses)
+
     def move(self, lo: int, hi: int, pending: bytes | None) -> Move:
         """This side's bisection move (``SegmentGame.moveSteps``)."""
-        return next_move(lo, hi, pending, self.roots)
+        return next_move(lo, hi, pending, self.positions)
 
     def contest(self) -> tuple[bytes, bytes]:
-        """The counter's ``SegmentGame.contest``: its end state root, and its root at the first midpoint (its first
-        bisection move, made with the contest)."""
-        k = len(self.roots) - 1
-        return self.roots[k], next_move(0, k, None, self.roots).at_next if k > 1 else bytes(32)
+        """The counter's ``SegmentGame.contest``: its end position, and its position at the first midpoint (its
+        first bisection move, made with the contest)."""
+        k = len(self.positions) - 1
+        return self.positions[k], next_move(0, k, None, self.positions).at_next if k > 1 else bytes(32)
+
+    def transcript_hash(self, author: str | bytes | None) -> bytes:
+        """This side's loss transcript of the segment as `author` commits it (``proof/commitment.py``)."""
+        losses = [struct.unpack("<f", b)[0] for b in self.losses]
+        return transcript_hash(losses, self.roots[-1], author)
+
+    def open_transcript(self, author: str, pending: bytes, partial_proof: Sequence[bytes] = ()) -> tuple[Any, ...]:
+        """The claimant's ``SegmentGame.openTranscript`` arguments after the game id: its transcript (by `author`,
+        with the segment's path in the unit's partial root when inherited) and its answer to the counter's first
+        move (`pending`, its position at the first midpoint)."""
+        k = len(self.positions) - 1
+        m = next_move(0, k, pending if k > 1 else None, self.positions)
+        return (author, b"".join(self.losses), list(partial_proof)), m.at_pending, m.at_next
 
     @cache  # noqa: B019 - one side per game, kept for the game's length
     def trace(self, t: int) -> Trace:
@@ -241,10 +265,11 @@ class SegmentSide:
         outputs = sorted(trace.outputs, key=key_hash)
         step = self.first + t
         proof = merkle_proof(self.table.leaves(), self.table.position(self.round, self.shard, step))
-        opened = [side.open_op(trace.outputs[k], side.n_ops).as_arg() for k in outputs if k != LOSS]
+        opened = [side.open_op(trace.outputs[k], side.n_ops).as_arg() for k in outputs]
         before, after = entries(self.states[t], self._data), entries(self.states[t + 1], self._data)
         return (ops_root(trace), [key_hash(k) for k in outputs], [trace.outputs[k] for k in outputs],
-                batch_root_of(trace), proof, before, after, side.n_ops, side.root, opened)
+                batch_root_of(trace), proof, before, after, side.n_ops, side.root, opened,
+                self.positions.running[t], self.losses[t])
 
 
 def _torch() -> Any:

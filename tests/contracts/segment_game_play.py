@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from eth_utils import keccak
 
-from gensyn_py.chain.segment_game import Stage
+from gensyn_py.chain.segment_game import Reason, Stage
+from gensyn_py.devnet.anvil import DEV_KEYS
 from gensyn_py.proof.segment_side import Flip, SegmentSide, partial_sum_flip
 from gensyn_py.proof.step_table import StepTable, step_table
 from gensyn_py.train.data import Dataset
@@ -28,11 +30,12 @@ from tests.contracts.step_game_play import Played, play_opened
 from tests.contracts.test_element_step import ADAMW
 from tests.unit.trainkit import dataset_for, tiny_spec
 
-CONTEST, START, STEPS, REVEAL, STEP, DECIDED = (Stage.CONTEST, Stage.START, Stage.STEPS, Stage.REVEAL, Stage.STEP,
-                                               Stage.DECIDED)
-TIMEOUT, BROKEN_CHAIN, START_UNBOUND, STEP_GAME, START_PROVEN = range(5)  # ISegmentGame.Reason
+CONTEST, TRANSCRIPT, START, STEPS, REVEAL, STEP, DECIDED = (
+    Stage.CONTEST, Stage.TRANSCRIPT, Stage.START, Stage.STEPS, Stage.REVEAL, Stage.STEP, Stage.DECIDED)
+TIMEOUT, BROKEN_CHAIN, START_UNBOUND, STEP_GAME, START_PROVEN, WRONG_AUTHOR, ENDS_AGREE = tuple(Reason)
 SOLVER_HONEST, SOLVER_FRAUD, NO_QUORUM = 1, 2, 3  # Outcome
 STEPS_PER_UNIT, INTERVAL = 8, 4
+SOLVER = Account.from_key(DEV_KEYS[2]).address  # the solver of every unit these games are over
 
 
 @cache
@@ -65,9 +68,9 @@ def honest() -> list[SegmentSide]:
     return replay()
 
 
-def work_of(sides: list[SegmentSide]) -> Work:
-    """What a solver commits: each segment's start and end state roots (transcripts are not what the game judges)."""
-    return Work([(s.roots[0], s.roots[-1], keccak(b"transcript" + bytes([j]))) for j, s in enumerate(sides)])
+def work_of(sides: list[SegmentSide], author: str = SOLVER) -> Work:
+    """What a solver (`author`) commits: each segment's start and end state roots and its loss transcript."""
+    return Work([(s.roots[0], s.roots[-1], s.transcript_hash(author)) for s in sides])
 
 
 def submit(p: Protocol, spec: JobSpec | None = None, table: StepTable | None = None) -> int:
@@ -79,9 +82,11 @@ def submit(p: Protocol, spec: JobSpec | None = None, table: StepTable | None = N
 
 
 def rejected(p: Protocol, work: Work, segment: int, unit_id: int = 1, spec: JobSpec | None = None,
-             table: StepTable | None = None) -> tuple[int, LocalAccount]:
-    """The solver (account 2) commits `work`; the validator drawn for `segment` rejects it: (dispute id, validator)."""
-    submit(p, spec, table)
+             table: StepTable | None = None, submitted: bool = False) -> tuple[int, LocalAccount]:
+    """The solver (account 2) commits `work` (to a job it submits unless `submitted`); the validator drawn for
+    `segment` rejects it: (dispute id, validator)."""
+    if not submitted:
+        submit(p, spec, table)
     claim_and_commit(p, unit_id, p.accounts[2], work)
     validators = p.unit(unit_id)["validators"]
     va = next(v for i, v in enumerate(validators) if p.segment_of(unit_id, i) == segment)
@@ -130,9 +135,17 @@ def leaf(work: Work, segment: int) -> tuple[Any, ...]:
 
 
 def contest(p: Protocol, g: GamePlay, counter: tuple[LocalAccount, SegmentSide], work: Work, segment: int) -> Any:
-    """The counter opens the disputed segment's leaf and posts its end state with its first bisection move."""
+    """The counter opens the disputed segment's leaf and posts its end position with its first bisection move."""
     return g.count("counter", p.tx(counter[0], p.game.functions.contest(
         g.dispute_id, leaf(work, segment), *counter[1].contest())), "contest")
+
+
+def open_transcript(p: Protocol, g: GamePlay, claimant: tuple[LocalAccount, SegmentSide], author: str = SOLVER,
+                    partial_proof: tuple[bytes, ...] = ()) -> Any:
+    """The claimant opens its transcript (by `author`) with its answer to the counter's first move."""
+    _, pending = p.game.functions.pendingOf(g.dispute_id).call()
+    return g.count("claimant", p.tx(claimant[0], p.game.functions.openTranscript(
+        g.dispute_id, *claimant[1].open_transcript(author, pending, partial_proof))), "openTranscript")
 
 
 def bisect_steps(p: Protocol, g: GamePlay, claimant: tuple[LocalAccount, SegmentSide],
@@ -155,6 +168,7 @@ def play(p: Protocol, did: int, work: Work, segment: int, claimant: tuple[LocalA
     (ca, cs), (da, ds) = claimant, counter
     g = GamePlay(did)
     contest(p, g, counter, work, segment)
+    open_transcript(p, g, claimant)
     t = bisect_steps(p, g, claimant, counter)
     rc = g.count("claimant", p.tx(ca, p.game.functions.revealStep(did, cs.reveal(t))), "revealStep")
     g.step_game = Played(p.events(rc, p.game, "StepRevealed")[0]["args"]["gameId"])

@@ -22,16 +22,19 @@ from typing import Any
 
 import numpy as np
 import pytest
+from eth_account import Account
 from eth_utils import keccak
 
 from gensyn_py.proof.segment_side import Flip, SegmentSide
 from gensyn_py.proof.step_side import StepSide
 from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, honest_unit, reveal
 from tests.contracts.helpers import E18, FINAL, OPEN, VERIFIED, Protocol, Work
+from tests.contracts.helpers import SOLVER as SOLVER_ROLE
 from tests.contracts.segment_game_play import (
     BROKEN_CHAIN,
     CONTEST,
     DECIDED,
+    ENDS_AGREE,
     NO_QUORUM,
     REVEAL,
     SOLVER_FRAUD,
@@ -43,6 +46,8 @@ from tests.contracts.segment_game_play import (
     STEP_GAME,
     STEPS,
     TIMEOUT,
+    TRANSCRIPT,
+    WRONG_AUTHOR,
     GamePlay,
     bisect_steps,
     contest,
@@ -51,6 +56,7 @@ from tests.contracts.segment_game_play import (
     job,
     leaf,
     matmul_flip,
+    open_transcript,
     play,
     rejected,
     replay,
@@ -162,7 +168,7 @@ class Liar(SegmentSide):
     """A challenger that disputes an honest segment with a made-up end state, its steps otherwise honest."""
 
     def __init__(self, honest_side: SegmentSide) -> None:
-        self.__dict__.update({k: v for k, v in honest_side.__dict__.items() if k != "roots"})
+        self.__dict__.update({k: v for k, v in honest_side.__dict__.items() if k not in ("roots", "positions")})
 
     @cached_property
     def roots(self) -> list[bytes]:
@@ -192,6 +198,7 @@ def test_a_challenger_that_disputes_an_honest_unit_loses_its_bond_and_the_solver
     g = GamePlay(did)
     liar = Liar(honest()[1])
     contest(p, g, (a[8], liar), work, 1)
+    open_transcript(p, g, (a[2], honest()[1]))
     t = bisect_steps(p, g, (a[2], honest()[1]), (a[8], liar))
     assert t == INTERVAL - 1  # the liar agrees on every state but the end
     rc = g.count("claimant", p.tx(a[2], p.game.functions.revealStep(did, honest()[1].reveal(t))))
@@ -215,6 +222,91 @@ def test_a_challenger_that_disputes_an_honest_unit_loses_its_bond_and_the_solver
     assert p.pool.functions.credit(a[8].address).call() == 0
     assert p.token.functions.balanceOf(a[8].address).call() == challenger_balance - p.params["challengeBond"]
     assert p.pool.functions.credit(a[2].address).call() >= p.params["challengeBond"]
+    p.check_conservation()
+
+
+# ---- the loss transcript ----
+
+
+def test_a_solver_whose_states_are_right_but_one_loss_is_not_is_convicted_on_the_loss_op(proto: Protocol) -> None:
+    """A solver that commits a wrong loss for one step (one bit of the step's loss output flipped, nothing else: the
+    loss feeds no state) is narrowed to that step by the positions, which bind each state to the losses before it,
+    and to the step's loss op in the step game, where the contract recomputes it."""
+    p, a = proto, proto.accounts
+    loss_op = honest()[1].trace(CHEAT_STEP - INTERVAL).outputs["loss"]
+    sides = replay(Flip(CHEAT_STEP, loss_op, 0, bit=3))
+    assert [list(s.roots) for s in sides] == [list(h.roots) for h in honest()]  # every state the honest one
+    assert sides[1].losses != honest()[1].losses
+    work = work_of(sides)
+    did, validator = rejected(p, work, segment=1)
+    solver_stake = stake(p, a[2])
+    g, rc = play(p, did, work, 1, (a[2], sides[1]), (validator, honest()[1]))
+    assert g.step == CHEAT_STEP - INTERVAL and g.step_game is not None and g.step_game.op == loss_op
+    out = decided(p, rc)
+    assert (out["winner"], out["reason"], out["outcome"]) == (validator.address, STEP_GAME, SOLVER_FRAUD)
+    assert stake(p, a[2]) < solver_stake and p.unit(1)["status"] == OPEN
+    p.check_conservation()
+
+
+def test_a_transcript_copied_from_another_solver_loses_to_its_author(proto: Protocol) -> None:
+    """A solver that commits another solver's replay of the unit (the transcripts name that solver, and nothing
+    backs them on-chain) cannot open them as its own: opening them as they are decides for the counter."""
+    p, a = proto, proto.accounts
+    work = work_of(honest(), author=a[3].address)
+    did, validator = rejected(p, work, segment=1)
+    g = GamePlay(did)
+    contest(p, g, (validator, honest()[1]), work, 1)
+    assert stage(p, did) == TRANSCRIPT
+    _, pending = p.game.functions.pendingOf(did).call()
+    own = honest()[1].open_transcript(a[2].address, pending)
+    expect(p, "NotTranscript", a[2], p.game.functions.openTranscript(did, *own))  # not what the leaf commits to
+    short = ((own[0][0], own[0][1][:-4], own[0][2]), *own[1:])
+    expect(p, "NotTranscript", a[2], p.game.functions.openTranscript(did, *short))
+    expect(p, "NotYourTurn", validator, p.game.functions.openTranscript(did, *own))
+    solver_stake = stake(p, a[2])
+    out = decided(p, open_transcript(p, g, (a[2], honest()[1]), author=a[3].address))
+    assert (out["winner"], out["reason"], out["outcome"]) == (validator.address, WRONG_AUTHOR, SOLVER_FRAUD)
+    assert stake(p, a[2]) < solver_stake and p.unit(1)["status"] == OPEN
+    p.check_conservation()
+
+
+def test_a_counter_whose_end_position_is_the_claimant_s_loses_at_the_transcript(proto: Protocol) -> None:
+    """A validator that rejects an honest segment and contests it with its own (honest) replay has nothing to
+    dispute: the claimant's transcript gives the same end position, and the counter loses its bond."""
+    p, a = proto, proto.accounts
+    work = work_of(honest())
+    did, validator = rejected(p, work, segment=1)
+    bonded = stake(p, a[2])
+    g = GamePlay(did)
+    contest(p, g, (validator, honest()[1]), work, 1)
+    out = decided(p, open_transcript(p, g, (a[2], honest()[1])))
+    assert (out["winner"], out["reason"], out["outcome"]) == (a[2].address, ENDS_AGREE, SOLVER_HONEST)
+    assert stake(p, a[2]) == bonded and p.unit(1)["status"] == FINAL
+    p.check_conservation()
+
+
+def test_an_inherited_segment_s_transcript_is_opened_with_its_path_in_the_unit_s_partial(proto: Protocol) -> None:
+    """Segment 0 was trained by a first solver, which published it as a partial commitment and timed out; the
+    solver that resumed the unit commits it under the first solver's name. Its transcript opens with the segment's
+    path in the on-chain partial root, and a contest of it by an honest replay has nothing to dispute."""
+    p, a = proto, proto.accounts
+    first = Account.from_key(keccak(b"the first solver"))
+    p.w3.provider.make_request("anvil_setBalance", [first.address, hex(10**21)])  # type: ignore[arg-type]
+    p.node(first, SOLVER_ROLE)
+    submit(p)
+    p.advance(p.params["claimWindow"])
+    p.tx(first, p.pool.functions.claim(1))
+    inherited = Work([work_of(honest(), author=first.address).segments[0], work_of(honest()).segments[1]])
+    partial = Work(inherited.segments[:1])
+    p.tx(first, p.pool.functions.commitPartial(1, partial.root, 1, "bafypartial"))
+    p.advance(p.unit(1)["deadline"] - p.now() + 1)
+    p.tx(a[9], p.pool.functions.timeoutClaim(1))
+    did, validator = rejected(p, inherited, segment=0, submitted=True)
+    g = GamePlay(did)
+    contest(p, g, (validator, honest()[0]), inherited, 0)
+    out = decided(p, open_transcript(p, g, (a[2], honest()[0]), author=first.address,
+                                     partial_proof=tuple(partial.proof(0))))
+    assert (out["winner"], out["reason"]) == (a[2].address, ENDS_AGREE)
     p.check_conservation()
 
 
@@ -324,19 +416,19 @@ def idle_at(p: Protocol, did: int, work: Work, claimant: SegmentSide, counter: A
     if until == CONTEST:
         return
     contest(p, g, (validator, counter), work, 1)
-    if until == STEPS:
-        lo, hi, *_ = p.game.functions.stepsOf(did).call()
-        _, root = p.game.functions.pendingOf(did).call()  # the counter's first move came with its contest
-        m = claimant.move(lo, hi, root)
-        p.tx(a[2], p.game.functions.moveSteps(did, m.at_pending, m.at_next))  # the counter idles mid-bisection
+    if until == TRANSCRIPT:
         return
+    open_transcript(p, g, (a[2], claimant))
+    if until == STEPS:
+        return  # the counter idles mid-bisection: the claimant answered its first move with the transcript
     t = bisect_steps(p, g, (a[2], claimant), (validator, counter))
     if until == REVEAL:
         return
     p.tx(a[2], p.game.functions.revealStep(did, claimant.reveal(t)))
 
 
-@pytest.mark.parametrize(("until", "loser"), [(CONTEST, "counter"), (STEPS, "counter"), (REVEAL, "claimant")])
+@pytest.mark.parametrize(("until", "loser"),
+                         [(CONTEST, "counter"), (TRANSCRIPT, "claimant"), (STEPS, "counter"), (REVEAL, "claimant")])
 def test_a_side_that_runs_out_of_time_at_any_stage_loses(proto: Protocol, until: int, loser: str) -> None:
     p, a = proto, proto.accounts
     sides, work, did, validator = cheat_disputed(p)
@@ -375,6 +467,7 @@ def tampered(side: SegmentSide, t: int, change: Callable[[dict[str, Any]], dict[
     """`side` whose state after t steps is `change`d (its roots follow): a claimant that posts it in the bisection."""
     out = copy.copy(side)
     out.__dict__.pop("roots", None)
+    out.__dict__.pop("positions", None)
     out.states = list(side.states)
     out.states[t] = change(dict(side.states[t]))
     return out
@@ -414,6 +507,7 @@ def test_a_next_state_the_step_does_not_give_cannot_be_revealed(proto: Protocol,
     liar = tampered(sides[1], 2, TAMPERS[error])
     g = GamePlay(did)
     contest(p, g, (validator, honest()[1]), work, 1)
+    open_transcript(p, g, (a[2], liar))
     t = bisect_steps(p, g, (a[2], liar), (validator, honest()[1]))
     assert t == 1 and stage(p, did) == REVEAL
     expect(p, error, a[2], p.game.functions.revealStep(did, liar.reveal(t)))
@@ -431,7 +525,7 @@ def test_a_reveal_that_does_not_hold_reverts_by_name(proto: Protocol) -> None:
     idle_at(p, did, work, sides[1], honest()[1], validator, REVEAL)
     t = int(p.game.functions.stepsOf(did).call()[0])
     r = sides[1].reveal(t)
-    (_, keys, ops, _, proof, prior, nxt, _, _, opened) = r
+    (_, keys, ops, _, proof, prior, nxt, _, _, opened, _, loss) = r
     z = bytes(32)
 
     def refused(name: str, bad: tuple[Any, ...]) -> None:
@@ -449,6 +543,15 @@ def test_a_reveal_that_does_not_hold_reverts_by_name(proto: Protocol) -> None:
     refused("OpOutOfRange", _reveal_with(r, 7, (1 << 24) + 1))  # more ops than a step game takes
     bad_path = [(*o[:5], [z] * len(o[5])) for o in opened]
     refused("NotInTrace", _reveal_with(r, 9, bad_path))
+    # The losses: the ones before the step are the agreed position's, the step's own the claimant's position after
+    # it, and the trace's loss op outputs exactly that loss.
+    refused("StateMismatch", _reveal_with(r, 10, keccak(b"other losses")))
+    other_loss = (int.from_bytes(loss, "little") ^ 1).to_bytes(4, "little")
+    refused("StateMismatch", _reveal_with(r, 11, other_loss))
+    loss_at = keys.index(keccak(b'["loss"]'))
+    wrong_loss_op = [*opened[:loss_at], (*opened[loss_at][:4], keccak(b"x"), opened[loss_at][5]),
+                     *opened[loss_at + 1:]]
+    refused("NotBound", _reveal_with(r, 9, wrong_loss_op))
     p.tx(a[2], p.game.functions.revealStep(did, r))  # the true reveal goes through
     assert stage(p, did) == STEP
     expect(p, "WrongStage", a[2], p.game.functions.revealStep(did, r))

@@ -1,0 +1,66 @@
+"""The segment game's positions: a state root bound to the losses so far (`contracts/libraries/Transcripts.sol`).
+
+Position i of a segment is ``keccak256(stateRoot_i ++ L_i)``, with ``L_0 = 0`` and ``L_{i+1} = keccak256(L_i ++
+loss_i)`` (the loss's four little-endian float32 bytes, as the transcript hash has them). A side that computed a
+wrong loss, or committed one its states do not give, leaves the agreed positions at the step that computed it,
+exactly as with a wrong state, and the step game then judges the step's `loss` output like any other value.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import overload
+
+import numpy as np
+
+from gensyn_py.crypto.hashing import keccak256
+from gensyn_py.proof.tensor_commit import tensor_root
+
+NO_LOSSES = bytes(32)  # L_0
+
+
+def loss_bytes(loss: float) -> bytes:
+    """A step's loss as the transcript and the contract take it: float32, little-endian."""
+    return struct.pack("<f", loss)
+
+
+def next_losses(before: bytes, loss: bytes) -> bytes:
+    """``L_{i+1}`` from ``L_i`` and loss i's bytes."""
+    return keccak256(before + loss)
+
+
+def position(state_root: bytes, losses_before: bytes) -> bytes:
+    return keccak256(state_root + losses_before)
+
+
+def loss_root(loss: bytes) -> bytes:
+    """The tensor root of a step's `loss` output, float32 of shape (1, 1), from its bytes."""
+    return tensor_root(np.frombuffer(loss, dtype="<f4").reshape(1, 1))
+
+
+class Positions(Sequence[bytes]):
+    """A segment side's positions after 0, 1, ..., n steps, from its state roots (hashed on demand) and its losses."""
+
+    def __init__(self, roots: Sequence[bytes], losses: Sequence[bytes]) -> None:
+        if len(roots) != len(losses) + 1:
+            raise ValueError(f"{len(roots)} states need {len(roots) - 1} losses, got {len(losses)}")
+        self._roots = roots
+        self.running = [NO_LOSSES]
+        for loss in losses:
+            self.running.append(next_losses(self.running[-1], loss))
+
+    def __len__(self) -> int:
+        return len(self._roots)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        j = range(len(self))[i]
+        return position(self._roots[j], self.running[j])
