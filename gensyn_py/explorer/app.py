@@ -22,12 +22,12 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.explorer import charts, pages, queries
+from gensyn_py.explorer import charts, games, pages, queries
 from gensyn_py.storage.base import ContentStore
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,8 @@ def make_env() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
     env.filters.update(tokens=queries.tokens, short=queries.short, when=queries.when,
                        pretty=lambda v: json.dumps(v, indent=2, sort_keys=True))
-    env.globals.update(describe=pages.describe, device_name=pages.device_name, role_names=pages.role_names)
+    env.globals.update(describe=pages.describe, device_name=pages.device_name, role_names=pages.role_names,
+                       game_of=pages.game_of)
     return env
 
 
@@ -113,6 +114,21 @@ def create_app(ctx: ExplorerContext) -> Starlette:
             return not_found(request, f"dispute {dispute_id}")
         return render(request, "dispute.html", f"Dispute {dispute_id}", dispute=view)
 
+    def game(request: Request) -> Response:
+        dispute_id = int(request.path_params["dispute_id"])
+        view = games.game_view(ctx.db, dispute_id)
+        if view is None:
+            return not_found(request, f"game dispute {dispute_id}")
+        return render(request, "game.html", f"Game dispute {dispute_id}", game=view)
+
+    def step_game(request: Request) -> Response:
+        """A step game's page is the page of the dispute that opened it."""
+        game_id = int(request.path_params["game_id"])
+        dispute_id = games.step_game_dispute(ctx.db, game_id)
+        if dispute_id is None:
+            return not_found(request, f"step game {game_id} (no dispute game opened it)")
+        return RedirectResponse(f"/game/{dispute_id}", status_code=303)
+
     def model(request: Request) -> Response:
         job_id = int(request.path_params["job_id"])
         data, error = pages.final_model(ctx.protocol, ctx.store, job_id)
@@ -147,7 +163,8 @@ def create_app(ctx: ExplorerContext) -> Starlette:
     routes = [
         Route("/", network), Route("/job/{job_id:int}", job), Route("/job/{job_id:int}/model", model),
         Route("/unit/{unit_id:int}", unit), Route("/node/{address}", node),
-        Route("/dispute/{dispute_id:int}", dispute), Route("/live", live), Route("/healthz", health),
+        Route("/dispute/{dispute_id:int}", dispute), Route("/game/{dispute_id:int}", game),
+        Route("/step/{game_id:int}", step_game), Route("/live", live), Route("/healthz", health),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={404: on_404, 405: on_404})

@@ -30,7 +30,7 @@ from gensyn_py.chain.events import EventRecord
 from gensyn_py.errors import ChainError
 from gensyn_py.explorer import schema
 from gensyn_py.explorer.decode import LogDecoder
-from gensyn_py.explorer.refs import dumps, refs_of
+from gensyn_py.explorer.refs import dumps, id_kinds, refs_of
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +147,11 @@ class Indexer:
         try:
             db.executemany("INSERT OR REPLACE INTO blocks VALUES (?, ?, ?, ?)",
                            [(n, h, t, int(n in with_events)) for n, (h, t) in blocks.items()])
+            # The resolver of each dispute the range opens, by (transaction, unit): the pool's `UnitDisputed` in the
+            # same transaction names that dispute (refs.py).
+            resolvers = {(r.tx_hash, int(r.args["unitId"])): r.contract for r in records if r.event == "DisputeOpened"}
             for r in records:
-                self._insert(r)
+                self._insert(r, resolvers)
             db.executemany("INSERT OR REPLACE INTO txs VALUES (?, ?, ?, ?)", txs)
             db.execute("DELETE FROM blocks WHERE has_events = 0 AND number < ? AND number <> ?",
                        (end - ANCHOR_DEPTH, end))
@@ -201,12 +204,14 @@ class Indexer:
                 raise ChainError(f"{call[0]} {call[1]}: {r.get('error') or 'no such block'}")
         return [r["result"] for r in by_id]
 
-    def _insert(self, r: EventRecord) -> None:
+    def _insert(self, r: EventRecord, resolvers: dict[tuple[str, int], str]) -> None:
         db = self.db
         db.execute("INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?, ?)",
                    (r.block_number, r.log_index, r.tx_hash, r.contract, r.event, dumps(r.args)))
+        resolver = resolvers.get((r.tx_hash, int(r.args["unitId"]))) if "unitId" in r.args else None
+        kinds = id_kinds(r.contract, resolver)
         db.executemany("INSERT INTO refs VALUES (?, ?, ?, ?)",
-                       [(k, ref, r.block_number, r.log_index) for k, ref in refs_of(r.args, self.exclude)])
+                       [(k, ref, r.block_number, r.log_index) for k, ref in refs_of(r.args, self.exclude, kinds)])
         if r.event == "UnitOpened":
             a = r.args
             db.execute("INSERT OR REPLACE INTO units VALUES (?, ?, ?, ?, ?, ?)",

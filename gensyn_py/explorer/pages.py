@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from eth_utils import is_address
@@ -10,7 +11,9 @@ from markupsafe import Markup
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.explorer.charts import Series
+from gensyn_py.explorer.games import REASONS, reason_name
 from gensyn_py.explorer.queries import Event, JobView, NetworkSummary, UnitView, short, tokens, when
+from gensyn_py.explorer.refs import ID_KINDS, page_of
 from gensyn_py.node.operator import NodeStatus, device_name, node_status, role_names
 from gensyn_py.requester.live_prices import JobNeeds, live_prices
 from gensyn_py.requester.market import solver_offers
@@ -23,25 +26,29 @@ AMOUNTS = frozenset({"amount", "price", "penalty", "solverPay", "validatorPay", 
                      "bonded", "locked", "weight", "yesWeight", "noWeight"})
 TIMES = frozenset({"deadline", "commitDeadline", "revealDeadline", "release", "until", "answerBy", "challengeEnd"})
 ANY_PRICE = 2**128 - 1
+# The column a game page's timeline names each contract by.
+CONTRACT_LABELS = {"SegmentGame": "segment game", "StepGame": "step game", "TaskPool": "pool",
+                   "NodeRegistry": "registry", "DisputeCommittee": "committee"}
 
-__all__ = ["describe", "device_name", "final_model", "live_status", "loss_series", "node_rows", "price_rows",
-           "role_names"]
+__all__ = ["describe", "device_name", "final_model", "game_of", "live_status", "loss_series", "node_rows",
+           "price_rows", "role_names"]
 
 
 def link(kind: str, ident: Any) -> Markup:
-    label = short(str(ident)) if kind == "node" else f"{kind} {ident}"
-    return Markup('<a href="/{0}/{1}">{2}</a>').format(kind, ident, label)
+    """A link to the page of `kind` (`node`, or a kind of refs.py) `ident`."""
+    href, label = (f"/node/{ident}", short(str(ident))) if kind == "node" else page_of(kind, ident)
+    return Markup('<a href="{0}">{1}</a>').format(href, label)
 
 
-def _value(name: str, value: Any) -> Markup:
+def _value(name: str, value: Any, kinds: Mapping[str, str] = ID_KINDS) -> Markup:
     if isinstance(value, str) and is_address(value) and len(value) == 42:
         return link("node", value)
     if isinstance(value, list):
-        return Markup(", ").join(_value(name, v) for v in value)
+        return Markup(", ").join(_value(name, v, kinds) for v in value)
     if isinstance(value, dict):
-        return Markup(" ").join(Markup("{0}={1}").format(k, _value(k, v)) for k, v in value.items())
-    if name in ("jobId", "unitId", "disputeId"):
-        return link(name.removesuffix("Id"), int(value))
+        return Markup(" ").join(Markup("{0}={1}").format(k, _value(k, v, kinds)) for k, v in value.items())
+    if name in kinds:
+        return link(kinds[name], int(value))
     if name in AMOUNTS:
         return Markup("{0}").format(tokens(int(value)))
     if name in TIMES and isinstance(value, int):
@@ -55,9 +62,17 @@ def _value(name: str, value: Any) -> Markup:
     return Markup("{0}").format(value)
 
 
+def game_of(contract: str) -> str:
+    return CONTRACT_LABELS.get(contract, contract)
+
+
 def describe(ev: Event) -> Markup:
-    """`name: key=value ...` with every address, unit and dispute a link."""
-    parts = [Markup('<span class="k">{0}</span> {1}').format(k, _value(k, v))
+    """`name: key=value ...` with every address, job, unit, dispute and step game a link (to the page of the
+    dispute's resolver), a game's decision reason by name."""
+    kinds = ev.kinds or ID_KINDS
+    parts = [Markup('<span class="k">{0}</span> {1}').format(
+                 k, reason_name(ev.contract, v) if k == "reason" and ev.contract in REASONS and isinstance(v, int)
+                 else _value(k, v, kinds))
              for k, v in ev.args.items()]
     return Markup(" · ").join(parts)
 

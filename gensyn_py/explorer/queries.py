@@ -8,15 +8,18 @@ the solvers' prices are read live from the chain, where they are the present sta
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import sqlite3
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from eth_utils import to_checksum_address
 
 from gensyn_py.explorer.content import losses_key, spec_key
+from gensyn_py.explorer.refs import RESOLVER_KINDS, id_kinds, page_of
 from gensyn_py.types import Outcome
 
 # The unit state a person reads after each event (events not listed leave it as it was).
@@ -68,7 +71,29 @@ class Event:
     args: dict[str, Any]
     timestamp: int | None
     sender: str | None
-    gas: int | None
+    gas: int | None  # of the whole transaction
+    kinds: Mapping[str, str] = field(default_factory=dict)  # id argument -> what it names (refs.py)
+
+
+@dataclass(frozen=True)
+class DisputeLink:
+    """A dispute and the resolver that holds it: `dispute` (the committee) or `game` (the segment game)."""
+
+    kind: str
+    dispute_id: int
+
+    @property
+    def href(self) -> str:
+        return page_of(self.kind, self.dispute_id)[0]
+
+    @property
+    def label(self) -> str:
+        return page_of(self.kind, self.dispute_id)[1]
+
+    @classmethod
+    def opened(cls, ev: Event) -> DisputeLink:
+        """The dispute a resolver's `DisputeOpened` opened."""
+        return cls(RESOLVER_KINDS.get(ev.contract, "dispute"), int(ev.args["disputeId"]))
 
 
 @dataclass
@@ -84,6 +109,7 @@ class UnitView:
     losses: list[tuple[int, float]] = field(default_factory=list)
     losses_error: str | None = None
     gas: int = 0
+    disputes: list[DisputeLink] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -108,7 +134,7 @@ class JobView:
     refund: int | None
     slashed: int
     final_hash: str | None
-    disputes: list[int]
+    disputes: list[DisputeLink]
 
     @property
     def final_units(self) -> int:
@@ -128,22 +154,39 @@ class DisputeView:
     payments: list[tuple[str, str, int]]  # (what, who, amount)
 
 
-def _events(db: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[Event]:
+@functools.cache
+def _kinds(contract: str, dispute_kind: str | None) -> Mapping[str, str]:
+    kinds = id_kinds(contract)
+    return {**kinds, "disputeId": dispute_kind} if dispute_kind else kinds
+
+
+# A dispute id in an event of a contract other than its resolver (the pool's `UnitDisputed`): the kind the
+# indexer gave it (refs.py), read only for such events.
+_RESOLVERS = ",".join(f"'{c}'" for c in RESOLVER_KINDS)
+_RESOLVER_KINDS = ",".join(f"'{k}'" for k in RESOLVER_KINDS.values())
+_DISPUTE_KIND = (f"CASE WHEN e.contract NOT IN ({_RESOLVERS}) AND instr(e.args, '\"disputeId\"') THEN "
+                 "(SELECT r.kind FROM refs r WHERE r.block = e.block AND r.log_index = e.log_index "
+                 f"AND r.kind IN ({_RESOLVER_KINDS}) LIMIT 1) END")
+
+
+def events_where(db: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[Event]:
+    """Events matching an SQL condition over `events e`, in chain order."""
     rows = db.execute(
-        "SELECT e.block, e.log_index, e.tx, e.contract, e.name, e.args, b.timestamp, t.sender, t.gas_used "
-        "FROM events e LEFT JOIN blocks b ON b.number = e.block LEFT JOIN txs t ON t.hash = e.tx "
+        "SELECT e.block, e.log_index, e.tx, e.contract, e.name, e.args, b.timestamp, t.sender, t.gas_used, "
+        f"{_DISPUTE_KIND} FROM events e LEFT JOIN blocks b ON b.number = e.block LEFT JOIN txs t ON t.hash = e.tx "
         f"WHERE {where} ORDER BY e.block, e.log_index", params).fetchall()
     return [Event(int(r[0]), int(r[1]), str(r[2]), str(r[3]), str(r[4]), json.loads(r[5]),
                   None if r[6] is None else int(r[6]), None if r[7] is None else to_checksum_address(r[7]),
-                  None if r[8] is None else int(r[8])) for r in rows]
+                  None if r[8] is None else int(r[8]), _kinds(str(r[3]), r[9])) for r in rows]
 
 
-def _ref_events(db: sqlite3.Connection, kind: str, refs: list[str]) -> list[Event]:
+def ref_events(db: sqlite3.Connection, kind: str, refs: list[str]) -> list[Event]:
+    """Events that name any of `refs` of `kind` (refs.py), in chain order."""
     if not refs:
         return []
     marks = ",".join("?" * len(refs))
-    return _events(db, f"(e.block, e.log_index) IN (SELECT block, log_index FROM refs WHERE kind = ? "
-                       f"AND ref IN ({marks}))", (kind, *refs))
+    return events_where(db, f"(e.block, e.log_index) IN (SELECT block, log_index FROM refs WHERE kind = ? "
+                            f"AND ref IN ({marks}))", (kind, *refs))
 
 
 def _content(db: sqlite3.Connection, key: str) -> tuple[str | None, str | None] | None:
@@ -152,8 +195,8 @@ def _content(db: sqlite3.Connection, key: str) -> tuple[str | None, str | None] 
 
 
 def job_view(db: sqlite3.Connection, job_id: int) -> JobView | None:
-    submitted = _events(db, "e.name = 'JobSubmitted' AND (e.block, e.log_index) IN "
-                            "(SELECT block, log_index FROM refs WHERE kind = 'job' AND ref = ?)", (str(job_id),))
+    submitted = events_where(db, "e.name = 'JobSubmitted' AND (e.block, e.log_index) IN "
+                                 "(SELECT block, log_index FROM refs WHERE kind = 'job' AND ref = ?)", (str(job_id),))
     if not submitted:
         return None
     sub = submitted[0]
@@ -161,8 +204,8 @@ def job_view(db: sqlite3.Connection, job_id: int) -> JobView | None:
     units = {int(r["unit_id"]): UnitView(int(r["unit_id"]), job_id, int(r["round"]), int(r["shard"]),
                                          bool(r["aggregation"])) for r in unit_rows}
     paid_s = paid_v = slashed = 0
-    disputes: list[int] = []
-    for ev in _ref_events(db, "unit", [str(u) for u in units]):
+    disputes: list[DisputeLink] = []
+    for ev in ref_events(db, "unit", [str(u) for u in units]):
         unit = units.get(int(ev.args.get("unitId", -1)))
         if unit is None:
             continue
@@ -178,15 +221,16 @@ def job_view(db: sqlite3.Connection, job_id: int) -> JobView | None:
             slashed += int(ev.args["penalty"])
         elif ev.name == "DataWithheld":
             slashed += int(ev.args["slashed"])
-        elif ev.name == "UnitDisputed":
-            disputes.append(int(ev.args["disputeId"]))
+        elif ev.name == "DisputeOpened":  # the resolver's (the committee or the game) names its kind
+            unit.disputes.append(DisputeLink.opened(ev))
+            disputes.append(unit.disputes[-1])
         elif ev.name == "UnitCommitted" and not unit.aggregation:
             found = _content(db, losses_key(unit.unit_id, str(ev.args["manifestCid"])))
             unit.losses, unit.losses_error = [], None
             if found is not None:
                 body, unit.losses_error = found
                 unit.losses = [(int(s), float(v)) for s, v in json.loads(body)] if body else []
-    job_events = _ref_events(db, "job", [str(job_id)])
+    job_events = ref_events(db, "job", [str(job_id)])
     status, refund = "Active", None
     for ev in job_events:
         if ev.name in ("JobCompleted", "JobCancelled"):
@@ -211,7 +255,7 @@ def unit_job(db: sqlite3.Connection, unit_id: int) -> int | None:
 
 
 def node_events(db: sqlite3.Connection, address: str, limit: int = 500) -> list[Event]:
-    return _ref_events(db, "node", [address.lower()])[-limit:]
+    return ref_events(db, "node", [address.lower()])[-limit:]
 
 
 @dataclass(frozen=True)
@@ -253,8 +297,35 @@ def known_node(db: sqlite3.Connection, address: str) -> bool:
     return row is not None
 
 
+# The event each resolver decides a dispute with (its `outcome` argument is the pool's `Outcome`).
+DECISIONS = {"DisputeCommittee": "DisputeResolved", "SegmentGame": "GameDecided"}
+
+
+def merged(*groups: list[Event]) -> list[Event]:
+    """Events of several reads, each once, in chain order."""
+    return sorted({(e.block, e.log_index): e for g in groups for e in g}.values(), key=lambda e: (e.block, e.log_index))
+
+
+def settlement(db: sqlite3.Connection, decisions: list[Event]) -> tuple[list[Event], list[tuple[str, str, int]]]:
+    """The pool's settlement of a dispute: every event of the transactions that decided it (a resolver calls
+    `ITaskPool.onDisputeResolved` in the transaction of its decision), and (what, who, amount) of each slash and
+    credit in them."""
+    txs = sorted({e.tx for e in decisions})
+    if not txs:
+        return [], []
+    events = events_where(db, f"e.tx IN ({','.join('?' * len(txs))})", tuple(txs))
+    payments: list[tuple[str, str, int]] = []
+    for ev in events:
+        if ev.name == "Slashed":
+            payments.append(("slashed", str(ev.args["node"]), int(ev.args["amount"])))
+        elif ev.name == "Credited":
+            payments.append(("credited", str(ev.args["account"]), int(ev.args["amount"])))
+    return events, payments
+
+
 def dispute_view(db: sqlite3.Connection, dispute_id: int) -> DisputeView | None:
-    events = _ref_events(db, "dispute", [str(dispute_id)])
+    """A committee's dispute (`/dispute/N`; the segment game's are in games.py)."""
+    events = ref_events(db, "dispute", [str(dispute_id)])
     if not events:
         return None
     unit_id = next((int(e.args["unitId"]) for e in events if "unitId" in e.args), None)
@@ -273,21 +344,10 @@ def dispute_view(db: sqlite3.Connection, dispute_id: int) -> DisputeView | None:
             payments.append(("member slashed", str(ev.args["member"]), int(ev.args["amount"])))
         elif ev.name == "MemberRewarded":
             payments.append(("member rewarded", str(ev.args["to"]), int(ev.args["amount"])))
-    if unit_id is not None:
-        # The pool's settlement of the unit: the slash and who it paid, in the same transactions.
-        settled = [e for e in _ref_events(db, "unit", [str(unit_id)]) if e.name == "DisputeSettled"]
-        txs = [e.tx for e in settled]
-        if txs:
-            marks = ",".join("?" * len(txs))
-            for ev in _events(db, f"e.tx IN ({marks}) AND e.name IN ('Slashed', 'Credited')", tuple(txs)):
-                if ev.name == "Slashed":
-                    payments.append(("slashed", str(ev.args["node"]), int(ev.args["amount"])))
-                else:
-                    payments.append(("credited", str(ev.args["account"]), int(ev.args["amount"])))
-        events = sorted({(e.block, e.log_index): e for e in events + settled}.values(),
-                        key=lambda e: (e.block, e.log_index))
+    settled, paid = settlement(db, [e for e in events if e.name == "DisputeResolved"])
     job_id = unit_job(db, unit_id) if unit_id is not None else None
-    return DisputeView(dispute_id, unit_id, job_id, solver, opener, outcome, members, events, payments)
+    return DisputeView(dispute_id, unit_id, job_id, solver, opener, outcome, members, merged(events, settled),
+                       payments + paid)
 
 
 @dataclass(frozen=True)
@@ -297,7 +357,7 @@ class NetworkSummary:
     units_by_state: dict[str, int]
     jobs_completed: int
     slashes: list[Event]
-    disputes: list[tuple[int, str]]
+    disputes: list[tuple[DisputeLink, str, int]]  # (dispute, outcome, unit), newest first
     throughput: list[tuple[int, int]]  # (bucket start block, units finalized)
     nodes: list[tuple[str, list[str]]]  # (address, event names that define it)
     events: int
@@ -320,15 +380,20 @@ def network_summary(db: sqlite3.Connection, buckets: int = 24) -> NetworkSummary
         a = json.loads(row["args"])
         jid = int(a["jobId"])
         jobs.append((jid, str(a["requester"]), status.get(jid, "Active"), units_per_job.get(jid, 0)))
-    slashes = _events(db, "e.name = 'Slashed'", ())
+    slashes = events_where(db, "e.name = 'Slashed'", ())
     disputes = []
-    outcomes: dict[int, str] = {}
-    for row in db.execute("SELECT args FROM events WHERE name = 'DisputeResolved'"):
+    outcomes: dict[tuple[str, int], str] = {}
+    for contract, name in DECISIONS.items():
+        for row in db.execute("SELECT args FROM events WHERE contract = ? AND name = ?", (contract, name)):
+            a = json.loads(row["args"])
+            outcomes[(contract, int(a["disputeId"]))] = outcome_label(int(a["outcome"]))
+    resolvers = ",".join(f"'{c}'" for c in DECISIONS)
+    for row in db.execute(f"SELECT contract, args FROM events WHERE name = 'DisputeOpened' AND contract IN "
+                          f"({resolvers}) ORDER BY block DESC, log_index DESC"):
         a = json.loads(row["args"])
-        outcomes[int(a["disputeId"])] = outcome_label(int(a["outcome"]))
-    for row in db.execute("SELECT args FROM events WHERE name = 'UnitDisputed' ORDER BY block DESC"):
-        d = int(json.loads(row["args"])["disputeId"])
-        disputes.append((d, outcomes.get(d, "Open")))
+        d = int(a["disputeId"])
+        disputes.append((DisputeLink(RESOLVER_KINDS[row["contract"]], d),
+                         outcomes.get((row["contract"], d), "Open"), int(a["unitId"])))
     finals = [int(r["block"]) for r in db.execute("SELECT block FROM events WHERE name = 'UnitFinalized'")]
     throughput: list[tuple[int, int]] = []
     if finals and head is not None:

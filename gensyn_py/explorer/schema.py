@@ -10,7 +10,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+# 2: dispute ids indexed by their resolver (`dispute` the committee's, `game` the segment game's, `step` a step
+# game's; refs.py), and refs found by event.
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -21,10 +23,12 @@ CREATE TABLE IF NOT EXISTS events (
     block INTEGER NOT NULL, log_index INTEGER NOT NULL, tx TEXT NOT NULL, contract TEXT NOT NULL,
     name TEXT NOT NULL, args TEXT NOT NULL, PRIMARY KEY (block, log_index));
 CREATE INDEX IF NOT EXISTS events_by_name ON events (name, block);
--- What an event is about: kind 'job' | 'unit' | 'dispute' | 'node', ref a decimal id or a lowercase address.
+-- What an event is about: kind 'job' | 'unit' | 'dispute' (the committee's) | 'game' (the segment game's) |
+-- 'step' (a step game) | 'node', ref a decimal id or a lowercase address.
 CREATE TABLE IF NOT EXISTS refs (
     kind TEXT NOT NULL, ref TEXT NOT NULL, block INTEGER NOT NULL, log_index INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS refs_by_ref ON refs (kind, ref, block, log_index);
+CREATE INDEX IF NOT EXISTS refs_by_event ON refs (block, log_index);
 CREATE TABLE IF NOT EXISTS units (
     unit_id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, round INTEGER NOT NULL, shard INTEGER NOT NULL,
     aggregation INTEGER NOT NULL, block INTEGER NOT NULL);

@@ -7,6 +7,9 @@ from typing import Any
 import pytest
 
 from tests.contracts.helpers import Protocol
+from tests.integration.browser import browser  # the explorer's game page in headless Chromium
+
+__all__ = ["browser"]
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,7 @@
   window.go = function (form) {
     var q = form.q.value.trim();
     if (/^0x[0-9a-fA-F]{40}$/.test(q)) { location.href = "/node/" + q; }
-    else if (/^(job|unit|dispute)\s*\d+$/i.test(q)) { var m = q.match(/^(\w+)\s*(\d+)$/); location.href = "/" + m[1].toLowerCase() + "/" + m[2]; }
+    else if (/^(job|unit|dispute|game)\s*\d+$/i.test(q)) { var m = q.match(/^(\w+)\s*(\d+)$/); location.href = "/" + m[1].toLowerCase() + "/" + m[2]; }
     else if (/^\d+$/.test(q)) { location.href = "/job/" + q; }
     return false;
   };
