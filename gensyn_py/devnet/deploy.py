@@ -47,10 +47,10 @@ DEFAULT_PARAMS: dict[str, int] = {
     # The dispute game: seconds each side has over the segment game's stages, and over the step game's.
     "gameClock": 90,
     "stepGameClock": 90,
-    # Whether the pool hands disputes over repro units of jobs with a step table to the game (1) or keeps every
-    # dispute with the committee (0). The game is always deployed; the role daemons do not play it yet
-    # (docs/dispute-game.md), so the devnet keeps the committee until they do.
-    "disputeGame": 0,
+    # Whether the pool hands disputes over repro units of jobs with a step table to the game (1: the contract alone
+    # decides them, docs/dispute-game.md) or keeps every dispute with the committee (0). The game is always deployed;
+    # `exact` units, aggregations and jobs without a step table go to the committee either way.
+    "disputeGame": 1,
 }
 # The pool locks, unlocks and slashes collateral and validator bonds and keeps every counter; the committee
 # only counts missed votes, and may lock (then unlock or slash) only stake it locked itself.
