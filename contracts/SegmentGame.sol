@@ -100,9 +100,8 @@ contract SegmentGame is ISegmentGame, Ownable {
         // The clocks start now, the counter's first: it opens the segment's leaf with its contest.
         Bisection.Game storage g = s.g;
         (g.claimant, g.counter) = (solver, opener);
-        (g.claimantClock, g.counterClock) = (clock, clock);
+        g.setClocks(clock);
         g.counterToMove = true;
-        g.turnStarted = uint64(block.timestamp);
         emit DisputeOpened(id, unitId, solver, opener, g.deadline());
     }
 

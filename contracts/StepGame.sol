@@ -91,6 +91,8 @@ contract StepGame is IStepGame {
     mapping(uint256 => OutputDescent.Tree) internal _descents;
 
     constructor(address opener_, uint64 clock_, ElementReferee elements_, DotReferee dots_, MoveReferee moves_) {
+        // A clock of a day at most: the game keeps clocks in uint32 seconds, and the pool's exposure bounds hold.
+        if (clock_ == 0 || clock_ > 1 days) revert InvalidClock(clock_);
         opener = opener_;
         clock = clock_;
         elements = elements_;

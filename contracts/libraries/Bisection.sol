@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+
 /// @title Bisection: two parties narrow a disagreement over a sequence of roots to one position.
 /// @notice The machinery every stage of a dispute game shares (steps of a segment, ops of a step,
 ///         multiply-adds of a dot product). Both parties agree on the root at `lo` and disagree at `hi`;
@@ -19,17 +21,19 @@ pragma solidity ^0.8.24;
 ///      move cannot save a side that anyone may already time out.
 library Bisection {
     /// @notice One game's state. Roots are opaque: what they commit to is the stage's business.
-    /// @dev Packed in three slots before the roots (each cold slot a move reads costs it 2,100 gas).
+    /// @dev Packed in two slots before the roots (each cold slot a move reads costs it 2,100 gas): positions below
+    ///      2^32 (a stage's op count, contraction length or steps are far below), times and clocks in seconds as
+    ///      uint32 (timestamps until 2106; a clock of a day at most).
     struct Game {
         address claimant;
-        uint64 lo;
+        uint32 lo;
+        uint32 hi;
         bool counterToMove;
         bool pending; // a root is posted at mid(lo, hi) by the side not to move
         address counter;
-        uint64 hi;
-        uint64 turnStarted; // when the side to move got its turn
-        uint64 claimantClock; // seconds left to the claimant
-        uint64 counterClock; // seconds left to the counter
+        uint32 turnStarted; // when the side to move got its turn
+        uint32 claimantClock; // seconds left to the claimant
+        uint32 counterClock; // seconds left to the counter
         bytes32 agreed; // both sides' root at lo
         bytes32 claimantRoot; // the claimant's root at hi
         bytes32 counterRoot; // the counter's root at hi
@@ -71,9 +75,14 @@ library Bisection {
         if (claimant == counter) revert SameParty(claimant);
         g.claimant = claimant;
         g.counter = counter;
-        g.claimantClock = clock;
-        g.counterClock = clock;
+        setClocks(g, clock);
         restart(g, e);
+    }
+
+    /// @notice Give each side `clock` seconds and start the turn now (a game whose first stage is not a bisection).
+    function setClocks(Game storage g, uint64 clock) internal {
+        uint32 c = SafeCast.toUint32(clock);
+        (g.claimantClock, g.counterClock, g.turnStarted) = (c, c, _now());
     }
 
     /// @notice A new bisection over `e` between the same sides, whose clocks go on (a game's later stage); the
@@ -81,15 +90,15 @@ library Bisection {
     function restart(Game storage g, Ends memory e) internal {
         if (e.hi <= e.lo) revert EmptyInterval(e.lo, e.hi);
         if (e.claimantRoot == e.counterRoot) revert NoDisagreement(e.claimantRoot);
-        g.lo = e.lo;
-        g.hi = e.hi;
+        g.lo = SafeCast.toUint32(e.lo);
+        g.hi = SafeCast.toUint32(e.hi);
         g.agreed = e.agreed;
         g.claimantRoot = e.claimantRoot;
         g.counterRoot = e.counterRoot;
         g.counterToMove = false;
         g.pending = false;
         g.pendingRoot = bytes32(0);
-        g.turnStarted = uint64(block.timestamp);
+        g.turnStarted = _now();
     }
 
     /// @notice Is the bisection over (one position left: the step lo -> hi is what is disputed)?
@@ -104,7 +113,7 @@ library Bisection {
 
     /// @notice When the side to move runs out of time.
     function deadline(Game storage g) internal view returns (uint64) {
-        return g.turnStarted + (g.counterToMove ? g.counterClock : g.claimantClock);
+        return uint64(g.turnStarted) + (g.counterToMove ? g.counterClock : g.claimantClock);
     }
 
     /// @notice One move by `caller`: its root at the pending midpoint (ignored on the very first move, when
@@ -116,7 +125,7 @@ library Bisection {
 
         if (g.pending) {
             narrowed = true;
-            uint64 m = mid(g.lo, g.hi);
+            uint32 m = uint32(mid(g.lo, g.hi)); // between lo and hi
             if (atPending == g.pendingRoot) {
                 g.lo = m;
                 g.agreed = atPending;
@@ -134,7 +143,7 @@ library Bisection {
             g.pendingRoot = atNext;
         }
         g.counterToMove = !g.counterToMove;
-        g.turnStarted = uint64(block.timestamp);
+        g.turnStarted = _now();
     }
 
     /// @notice The side that ran out of time (reverts while the side to move still has time, or once
@@ -149,10 +158,15 @@ library Bisection {
     ///         share these clocks.
     function charge(Game storage g, address caller) internal {
         checkTurn(g, caller);
-        uint64 spent = uint64(block.timestamp) - g.turnStarted;
+        uint32 now_ = _now();
+        uint32 spent = now_ - g.turnStarted; // within the mover's clock (checkTurn)
         if (g.counterToMove) g.counterClock -= spent;
         else g.claimantClock -= spent;
-        g.turnStarted = uint64(block.timestamp);
+        g.turnStarted = now_;
+    }
+
+    function _now() private view returns (uint32) {
+        return SafeCast.toUint32(block.timestamp);
     }
 
     /// @notice `caller` may move now: it is the side to move, inside its clock (`charge` without charging: for a

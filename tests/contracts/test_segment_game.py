@@ -569,17 +569,19 @@ def test_the_game_takes_disputes_from_its_pool_only_and_is_wired_once(proto: Pro
     expect(p, "NotOpener", a[1], p.step_game.functions.open(a[2].address, a[3].address, bytes(32), bytes(32), 1,
                                                              bytes(32), keccak(b"x")))
     for pool, clock, name in ((p.pool.address, 0, "clock"), (p.pool.address, 86_401, "clock"), (ZERO, 60, "pool")):
-        err = _deploy_error(p, pool, clock)
+        err = _deploy_error(p, "SegmentGame", pool, clock, p.deployer.address)
         assert (err.name, err.error_args["name"]) == ("InvalidGameParam", name)
+    for clock in (0, 86_401):  # the step game keeps its clocks in uint32 seconds: a day at most
+        err = _deploy_error(p, "StepGame", p.game.address, clock, ZERO, ZERO, ZERO)
+        assert (err.name, err.error_args["clock"]) == ("InvalidClock", clock)
     assert p.game.functions.maxDuration().call() == 2 * (p.params["gameClock"] + p.params["stepGameClock"])
     assert p.pool.functions.longestExposure().call() >= p.game.functions.maxDuration().call()
 
 
-def _deploy_error(p: Protocol, pool: str, clock: int) -> Any:
-    """The decoded revert of deploying a SegmentGame for `pool` with `clock`."""
-    art = p.artifacts["SegmentGame"]
-    data = p.w3.eth.contract(abi=art["abi"], bytecode=art["bytecode"]).constructor(
-        pool, clock, p.deployer.address).data_in_transaction
+def _deploy_error(p: Protocol, name: str, *args: Any) -> Any:
+    """The decoded revert of deploying contract `name` with constructor arguments `args`."""
+    art = p.artifacts[name]
+    data = p.w3.eth.contract(abi=art["abi"], bytecode=art["bytecode"]).constructor(*args).data_in_transaction
     res = p.w3.provider.make_request(
         "eth_call", [{"from": p.deployer.address, "data": data, "gas": hex(5_000_000)}, "latest"])  # type: ignore[arg-type]
     return p.errors.decode(res["error"]["data"])
