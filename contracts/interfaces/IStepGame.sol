@@ -53,9 +53,9 @@ interface IStepGame {
         WrongRowMax
     }
 
-    /// @notice A caller other than the opener (the contract that bound the two traces' roots) opened a game.
     /// @notice The constructor's clock is zero or longer than a day.
     error InvalidClock(uint64 clock);
+    /// @notice A caller other than the opener (the contract that bound the two traces' roots) opened a game.
     error NotOpener(address caller);
     /// @notice The op count is zero or beyond 2^MAX_DEPTH.
     error BadOpCount(uint256 nOps);

@@ -34,6 +34,21 @@ class Stage(IntEnum):
     DECIDED = 13
 
 
+class Reason(IntEnum):
+    """`IStepGame.Reason`."""
+
+    TIMEOUT = 0
+    WRONG_PROGRAM = 1
+    WRONG_INPUT_ROOT = 2
+    WRONG_NAMED_INPUT = 3
+    WRONG_ELEMENT = 4
+    WRONG_BLOCK = 5
+    WRONG_MULTIPLY_ADD = 6
+    NON_FINITE_DOT = 7
+    WRONG_MOVE = 8
+    WRONG_ROW_MAX = 9
+
+
 class StepGame(BoundContract):
     NAME = "StepGame"
 

@@ -257,9 +257,17 @@ class GamePlayer:
         if stage == StepStage.REVEAL_CHUNK:
             _, index, _, _, _ = self.steps.descent_of(gid, block=at)
             return "revealChunk", (side.chunk(i, index),)
+        if stage in (StepStage.ROW_ANSWER, StepStage.ROW_CHALLENGE):
+            return self._row_move(gid, stage, opened, side, claimant)
         challenge = self._last(gid, "DotChallenged")
         assert challenge is not None, f"step game {gid} has no dot challenge"
         element = int(challenge["element"])
+        answer = self._last(gid, "DotAnswered")
+        if answer is not None and self.node.address != claimant:
+            # On any of the counter's turns once the claimant answered: block exponents below the rule's lose first.
+            r = side.block_refutation(opened, element, (int(answer["blockA"]), int(answer["blockB"])))
+            if r is not None:
+                return r.function, tuple(r.args)
         if stage == StepStage.DOT_ANSWER:
             nf = side.non_finite(i, element)
             if nf is not None:
@@ -270,12 +278,27 @@ class GamePlayer:
             m = next_move(lo, hi, root if is_pending else None, side.dot_positions(i, element))
             return "moveDot", (m.at_pending, m.at_next)
         if stage == StepStage.DOT_STEP:
-            answer = self._last(gid, "DotAnswered")
             assert answer is not None
             prev, cur = (int.from_bytes(w, "big", signed=True) for w in (agreed, mine))
             return "refuteDotStep", (side.dot_step(opened, element, lo, prev, cur,
                                                    (int(answer["blockA"]), int(answer["blockB"]))),)
-        return None, ()  # a row's witness stages and a block challenge: not played by the daemons yet
+        return None, ()  # DOT_CHALLENGE with the rule's block exponents: the challenge was unfounded
+
+    def _row_move(self, gid: int, stage: int, opened: OpOpening, side: StepSide, claimant: str
+                  ) -> tuple[str | None, tuple[Any, ...]]:
+        """A row maximum's witness stages: the claimant shows an entry of the disputed row that is its committed
+        maximum (``answerRow``); the counter shows a larger one, or a NaN, against the chunk the claimant revealed
+        (``refuteRow``)."""
+        challenge = self._last(gid, "RowChallenged")
+        assert challenge is not None, f"step game {gid} has no row challenge"
+        element = int(challenge["element"])
+        if stage == StepStage.ROW_ANSWER:
+            r = side.row_answer(opened, element)
+        else:
+            chunk = self._last(gid, "ChunkRevealed")
+            assert chunk is not None, f"step game {gid} has no revealed chunk"
+            r = side.row_refutation(opened, self._revealed(gid, chunk, claimant), element)
+        return (None, ()) if r is None else (r.function, tuple(r.args))
 
     def _logs(self, gid: int, event: str, **match: Any) -> list[dict[str, Any]]:
         assert self.steps is not None

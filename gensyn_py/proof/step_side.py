@@ -41,7 +41,7 @@ from gensyn_py.proof.op_prefix import depth_for, path_of, prefix_levels, prefix_
 from gensyn_py.proof.prefix_sums import PartialOpening, int256, partial_leaf
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.tensor_commit import CHUNK, chunk_of
-from gensyn_py.proof.trace import Trace, TraceOp
+from gensyn_py.proof.trace import Trace, TraceOp, recompute_element
 from gensyn_py.repro import reference as R
 from gensyn_py.repro.opset import ELEMENTWISE
 
@@ -368,6 +368,20 @@ class StepSide:
         return ((bare(self.open_op(i)), *m[1:]), tensor_ref(self.trace, i).as_arg(),
                 open_element(self.trace, i, element).as_arg(), sums[-1],
                 *((move.at_pending, move.at_next) if move is not None else (z, z)))
+
+    def block_refutation(self, opened: OpOpening, element: int, blocks: tuple[int, int]) -> Refutation | None:
+        """The counter's ``refuteBlock`` when the claimant's block exponents (`blocks`, from its ``answerDot``) are
+        below the rule's for the disputed element: the entry of the row of A (or column of B) whose exponent field
+        is the rule's block exponent shows it. None when both are the rule's."""
+        i = opened.index
+        d = recompute_element(self.trace, i, element).detail
+        if d is None:
+            return None
+        m = dot_move(self.trace, i, element, 0, blocks=blocks)
+        for of_a, rule, claimed, witness in ((True, d.block_a, blocks[0], m[7]), (False, d.block_b, blocks[1], m[8])):
+            if rule > claimed:
+                return Refutation("refuteBlock", ((bare(opened), *m[1:]), witness, of_a))
+        return None
 
     def non_finite(self, i: int, element: int) -> tuple[Any, ...] | None:
         """The claimant's ``declareNonFinite`` arguments after the game id when the element's row of A or column of B

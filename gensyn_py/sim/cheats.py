@@ -8,9 +8,11 @@ signature as the honest `solve`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from gensyn_py.proof.commitment import Manifest, UnitCommitment
 from gensyn_py.proof.state import encode_state, state_hash_of_bytes
@@ -240,11 +242,42 @@ def sum_flip(spec: JobSpec, dataset: Dataset, round_: int, shard: int) -> Flip:
     whose change reaches the next state (a forward product can be clipped away by a ReLU) computed from a partial
     sum off from multiply-add K/3 on (`segment_side.partial_sum_flip`), with the sums the cheating daemon answers a
     dot challenge with."""
-    from gensyn_py.proof.segment_side import flipped_step, matmuls, partial_sum_flip
+    from gensyn_py.proof.segment_side import matmuls, partial_sum_flip
+
+    step = _flip_step(spec)
+    return _reaching(spec, dataset, round_, shard, step,
+                     lambda tr: (partial_sum_flip(tr, step, op) for op in matmuls(tr)), "matmul")
+
+
+def row_flip(spec: JobSpec, dataset: Dataset, round_: int, shard: int) -> Flip:
+    """The `wrong_row_max` cheat of a unit: in step `_flip_step`, a row maximum (`rowmax`, the softmax's shift) set
+    to its row's second largest entry, the first such change that reaches the next state: an entry of the row, so
+    the cheating daemon can answer a row challenge with it, and the counter refutes it with the larger one."""
+    step = _flip_step(spec)
+
+    def candidates(tr: Trace) -> Iterator[Flip]:
+        from gensyn_py.proof.segment_side import Flip
+
+        for i, op in enumerate(tr.ops):
+            if op.code != "rowmax":
+                continue
+            x = tr.values[op.inputs[0]]
+            for r, row in enumerate(x.reshape(-1, x.shape[-1])):
+                below = np.unique(row[np.isfinite(row)])[:-1]  # ascending: the largest under the maximum last
+                if below.size:
+                    yield Flip(step, i, r, value=float(below[-1]))
+
+    return _reaching(spec, dataset, round_, shard, step, candidates, "rowmax")
+
+
+def _reaching(spec: JobSpec, dataset: Dataset, round_: int, shard: int, step: int,
+              candidates: Callable[[Trace], Iterable[Flip]], what: str) -> Flip:
+    """The first of the `candidates` flips of step `step`'s trace that changes the state after the step (a change
+    that rounds away before it reaches the state is no cheat: the state, all that is committed, is honest)."""
+    from gensyn_py.proof.segment_side import flipped_step
     from gensyn_py.proof.state import state_hash
     from gensyn_py.proof.step_trace import trace_step
 
-    step = _flip_step(spec)
     t = _at_step(spec, dataset, round_, shard, step)
     before = {k: v.clone() for k, v in t.state_dict().items()}  # copies: each try below steps the same trainer
     tr = trace_step(t)
@@ -259,11 +292,10 @@ def sum_flip(spec: JobSpec, dataset: Dataset, round_: int, shard: int) -> Flip:
         return state_hash(t.state_dict())
 
     honest = after(None)
-    for op in matmuls(tr):
-        flip = partial_sum_flip(tr, step, op)
+    for flip in candidates(tr):
         if after(flip) != honest:
             return flip
-    raise ValueError("no matmul of the step reaches the state")
+    raise ValueError(f"no {what} of the step reaches the state")
 
 
 def _traced(spec: JobSpec, dataset: Dataset, round_: int, shard: int, step: int) -> Trace:
@@ -279,7 +311,8 @@ def _at_step(spec: JobSpec, dataset: Dataset, round_: int, shard: int, step: int
 
 
 FLIPS: dict[str, Callable[[JobSpec, Dataset, int, int], Flip]] = {"flipped_bit": bit_flip,
-                                                                   "wrong_partial_sum": sum_flip}
+                                                                   "wrong_partial_sum": sum_flip,
+                                                                   "wrong_row_max": row_flip}
 
 
 class _FlippingTrainer(Trainer):
@@ -322,6 +355,13 @@ def wrong_partial_sum(spec: JobSpec, dataset: Dataset, store: ContentStore, job_
     return _flipped("wrong_partial_sum", spec, dataset, store, job_id, round_, shard, solver)
 
 
+def wrong_row_max(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+                  shard: int, solver: str | None = None) -> UnitCommitment:
+    """Takes a row's second largest entry for its maximum in one step of the faked segment, and trains on from there:
+    a cheat the dispute game decides with the row's witnesses (bound to `solver` as `flipped_bit`)."""
+    return _flipped("wrong_row_max", spec, dataset, store, job_id, round_, shard, solver)
+
+
 def _flipped(cheat: str, spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
              shard: int, solver: str | None) -> UnitCommitment:
     flip = FLIPS[cheat](spec, dataset, round_, shard) if spec.mode == "repro" else None
@@ -329,9 +369,13 @@ def _flipped(cheat: str, spec: JobSpec, dataset: Dataset, store: ContentStore, j
                            solver=solver)
 
 
+# The cheats that differ from a replay only where they cheated, bound to the committing solver's address.
+FLIPPED = {"flipped_bit": flipped_bit, "wrong_partial_sum": wrong_partial_sum, "wrong_row_max": wrong_row_max}
+
 CHEATS: dict[str, Solve] = {
     "flipped_bit": flipped_bit,
     "wrong_partial_sum": wrong_partial_sum,
+    "wrong_row_max": wrong_row_max,
     "skipped_steps": skipped_steps,
     "fewer_steps": fewer_steps,
     "other_data": other_data,

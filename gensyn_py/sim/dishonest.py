@@ -18,7 +18,7 @@ from gensyn_py.node.role import NodeConfig
 from gensyn_py.node.solver import SolverDaemon
 from gensyn_py.node.validator import ValidatorDaemon
 from gensyn_py.proof.replay import Verdict
-from gensyn_py.sim.cheats import CHEATS, FLIPS, WITHHOLDING, flipped_bit, wrong_partial_sum
+from gensyn_py.sim.cheats import CHEATS, FLIPPED, FLIPS, WITHHOLDING
 
 ALL_CHEATS = {**CHEATS, **WITHHOLDING}
 
@@ -52,7 +52,7 @@ class CheatingSolver(SolverDaemon):
                    weights: Mapping[str, torch.Tensor] | None) -> UnitCommitment:
         self.log.warning("unit.cheating", unit=unit.unit_id, cheat=self.cheat)
         if self.cheat in FLIPS:  # the cheats that differ from a replay only where they cheated
-            solve = flipped_bit if self.cheat == "flipped_bit" else wrong_partial_sum
+            solve = FLIPPED[self.cheat]
             return solve(spec, dataset, self.store, unit.job_id, unit.round, unit.shard, solver=self.address)
         return ALL_CHEATS[self.cheat](spec, dataset, self.store, unit.job_id, unit.round, unit.shard)
 

@@ -27,7 +27,7 @@ from gensyn_py.proof.onchain_trace import NO_ELEMENT, OpOpening, open_element, o
 from gensyn_py.proof.op_prefix import prefix_roots, slot_path
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.step_side import CONTEST, StepSide
-from gensyn_py.proof.trace import Trace, TraceOp, attrs_hash
+from gensyn_py.proof.trace import Trace, TraceOp, attrs_hash, recompute_element
 from gensyn_py.repro import reference as R
 from tests.contracts.helpers import Protocol
 from tests.contracts.step_game_play import (
@@ -575,6 +575,26 @@ def test_a_dot_answer_must_round_to_the_committed_element(proto: Protocol, game:
     expect(p, "NotRefuted", a[3], game.functions.refuteBlock(gid, m, m[7], True))
     p.advance(CLOCK + 1)
     assert decided(p, game, p.tx(a[9], game.functions.timeout(gid)))["winner"] == a[2].address
+
+
+def test_block_exponents_below_the_rule_s_are_refuted_by_the_witness_a_counter_finds(
+    proto: Protocol, game: Any
+) -> None:
+    """What a counter's daemon sends against an `answerDot` whose block exponent for A (or B) is below the rule's
+    (`StepSide.block_refutation`): the entry with the rule's exponent field, which the contract's referee takes as
+    a refutation; none against the rule's own block exponents."""
+    i = first("matmul")
+    side, opened = StepSide(honest()), open_op(honest(), i)
+    d = recompute_element(honest(), i, MATMUL_ELEMENT).detail
+    assert d is not None
+    assert side.block_refutation(opened, MATMUL_ELEMENT, (d.block_a, d.block_b)) is None
+    dots = proto.w3.eth.contract(address=game.functions.dots().call(), abi=proto.artifacts["DotReferee"]["abi"])
+    for blocks, of_a in (((d.block_a - 1, d.block_b), True), ((d.block_a, d.block_b - 1), False)):
+        r = side.block_refutation(opened, MATMUL_ELEMENT, blocks)
+        assert r is not None and r.function == "refuteBlock" and r.args[2] == of_a
+        m, witness, _ = r.args
+        assert (m[5], m[6]) == blocks  # about the claimant's block exponents, as the game checks
+        assert dots.functions.refutesBlock(opened.leaf(), m, witness, of_a).call()
 
 
 def test_an_honest_claimant_whose_dot_element_is_non_finite_ends_the_game_undecided(

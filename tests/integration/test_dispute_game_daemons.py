@@ -1,9 +1,10 @@
 """The dispute game played by the real role daemons: nobody acts by hand (real anvil, real daemon processes).
 
 A market whose pool hands repro disputes to the game (`disputeGame: 1`): one solver that flips one bit of one
-op's output in one step of its unit (`flipped_bit`, `gensyn_py/sim/cheats.py`), or computes one element of one
+op's output in one step of its unit (`flipped_bit`, `gensyn_py/sim/cheats.py`), computes one element of one
 matmul from a wrong partial sum (`wrong_partial_sum`: the game goes on to that element's one integer multiply-add),
-and defends that work in the game from its own replay, two validators. The validator drawn for the cheated
+or takes a row's second largest entry for its maximum (`wrong_row_max`: the claimant answers the row challenge with
+that entry, the counter shows the larger one), and defends that work in the game from its own replay, two validators. The validator drawn for the cheated
 segment rejects it; both daemons then play every move of the segment game and the step game
 (`gensyn_py/node/game_player.py`). The validator is killed with SIGKILL mid-game and restarted: it picks the game
 up from the chain and its replay. The contract convicts the solver; the validator is paid; nobody honest is
@@ -16,15 +17,17 @@ from collections.abc import Iterator
 
 import pytest
 
+from gensyn_py.chain.segment_game import Reason
+from gensyn_py.chain.step_game import Reason as StepReason
 from gensyn_py.sim.localnet import LocalNetwork, wait_until
 from tests.integration.market_kit import assert_conservation, protocol, slashes, start_market, submit, wait_log
 
 E18 = 10**18
 COLLATERAL = 100 * E18
 NODES = {"solver-1": ("solver", 2), "validator-1": ("validator", 4), "validator-2": ("validator", 5)}
-STEP_GAME, SOLVER_FRAUD = 3, 2  # ISegmentGame.Reason, Outcome
-WRONG_ELEMENT, WRONG_MULTIPLY_ADD = 4, 6  # IStepGame.Reason
-DECIDED_BY = {"flipped_bit": WRONG_ELEMENT, "wrong_partial_sum": WRONG_MULTIPLY_ADD}
+SOLVER_FRAUD = 2  # Outcome
+DECIDED_BY = {"flipped_bit": StepReason.WRONG_ELEMENT, "wrong_partial_sum": StepReason.WRONG_MULTIPLY_ADD,
+              "wrong_row_max": StepReason.WRONG_ROW_MAX}
 
 
 @pytest.fixture()
@@ -55,7 +58,7 @@ def test_the_daemons_play_the_game_to_the_cheat_and_survive_a_kill_mid_game(mark
     net.restart(counter)
     decided = wait_until(lambda: game.events.GameDecided().get_logs(from_block=start) or None, 240,
                          "the game to be decided", on_wait=net.check_alive)[0]["args"]
-    assert (decided["winner"], decided["reason"], decided["outcome"]) == (opened["opener"], STEP_GAME,
+    assert (decided["winner"], decided["reason"], decided["outcome"]) == (opened["opener"], Reason.STEP_GAME,
                                                                           SOLVER_FRAUD)
     steps = p["StepGame"].events.GameDecided().get_logs(from_block=start)
     assert [e["args"]["winner"] for e in steps] == [opened["opener"]]  # decided by recomputing, not on time
