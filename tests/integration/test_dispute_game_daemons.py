@@ -1,13 +1,13 @@
 """The dispute game played by the real role daemons: nobody acts by hand (real anvil, real daemon processes).
 
-A market whose pool hands repro disputes to the game (`disputeGame: 1`): one solver that flips one bit of one
-op's output in one step of its unit (`flipped_bit`, `gensyn_py/sim/cheats.py`), computes one element of one
-matmul from a wrong partial sum (`wrong_partial_sum`: the game goes on to that element's one integer multiply-add),
-or takes a row's second largest entry for its maximum (`wrong_row_max`: the claimant answers the row challenge with
-that entry, the counter shows the larger one), and defends that work in the game from its own replay, two validators. The validator drawn for the cheated
-segment rejects it; both daemons then play every move of the segment game and the step game
-(`gensyn_py/node/game_player.py`). The validator is killed with SIGKILL mid-game and restarted: it picks the game
-up from the chain and its replay. The contract convicts the solver; the validator is paid; nobody honest is
+A market whose pool hands repro disputes to the game (`disputeGame: 1`): one solver that flips one bit of one op's
+output in one step of its unit (`flipped_bit`, `gensyn_py/sim/cheats.py`), computes one element of one matmul from a
+wrong partial sum (`wrong_partial_sum`: the game goes on to that element's one integer multiply-add), or takes a
+row's second largest entry for its maximum (`wrong_row_max`: the claimant answers the row challenge with that entry,
+the counter shows the larger one), and defends that work in the game from its own replay, two validators. The
+validator drawn for the cheated segment rejects it; both daemons then play every move of the segment game and the
+step game (`gensyn_py/node/game_player.py`). The validator is killed with SIGKILL mid-game and restarted: it picks
+the game up from the chain and its replay. The contract convicts the solver; the validator is paid; nobody honest is
 slashed.
 """
 
