@@ -13,9 +13,9 @@ the settlement in the pool.
 Figures per game: `dispute_moves` (both sides, both games, the settling call excluded) against the issue's bound
 log2(steps) + log2(ops) + log2(elements) + log2(K) + 4 (K = 1 for the elementwise game); `dispute_total_gas`
 (every move and the settling call); `reveal_gas`; `one_step_gas` (the deciding move, base cost included);
-`dispute_offchain_ratio`: the larger side's off-chain seconds (replaying the segment and hashing the states the
-bisection asks for, tracing the disputed step, building its commitments and computing every move) over training
-the same segment, measured in the same run.
+`dispute_offchain_ratio`: the larger side's off-chain seconds (replaying the segment, hashing the states each
+position of stage (a) asks for, tracing the disputed step, building its commitments and computing every move) over
+training the same segment, measured in the same run.
 
 Prints a table, then ONE JSON line (last); its top-level keys are the demo unit's matmul game (the longer one).
 
@@ -83,6 +83,10 @@ TIMED = ("move", "contest", "open_op", "refutation", "refute_chunk", "reveal_out
          "dot_answer", "dot_challenge", "dot_positions", "dot_step", "dot_sums")
 
 
+# What a segment side computes for its moves of stage (a): the positions it is asked for (each a state hashed).
+SEGMENT_TIMED = ("move", "contest", "open_transcript")
+
+
 def timed(side: StepSide, trace_seconds: float) -> tuple[StepSide, Clock]:
     """`side`, with the seconds of tracing the step, building its commitments and every computation the game
     asks of it added up in the returned clock."""
@@ -90,8 +94,13 @@ def timed(side: StepSide, trace_seconds: float) -> tuple[StepSide, Clock]:
     t0 = time.perf_counter()
     _ = side.roots  # every tensor root, op leaf and prefix
     clock.seconds += time.perf_counter() - t0
-    for name in TIMED:
-        fn = getattr(side, name)
+    return side, clocked(side, TIMED, clock)
+
+
+def clocked(obj: Any, names: tuple[str, ...], clock: Clock) -> Clock:
+    """Add the seconds of every call of `obj`'s methods `names` to `clock`."""
+    for name in names:
+        fn = getattr(obj, name)
 
         def wrapped(*args: Any, _fn: Any = fn, **kwargs: Any) -> Any:
             t1 = time.perf_counter()
@@ -100,8 +109,8 @@ def timed(side: StepSide, trace_seconds: float) -> tuple[StepSide, Clock]:
             finally:
                 clock.seconds += time.perf_counter() - t1
 
-        setattr(side, name, wrapped)
-    return side, clock
+        setattr(obj, name, wrapped)
+    return clock
 
 
 def seconds(fn: Callable[[], T]) -> tuple[T, float]:
@@ -165,6 +174,8 @@ def game(p: Protocol, u: Unit, flip: Flip, k_len: int) -> dict[str, Any]:
     _, reveal_s = seconds(lambda: cheat[1].reveal(t))
     _, trace_s = seconds(lambda: counter.trace(t))
     (_, c_clock), (_, d_clock) = timed(cheat[1].step_side(t), 0.0), timed(counter.step_side(t), trace_s)
+    # Stage (a): the positions each side's moves ask for, each a state hashed on first use.
+    c_stage_a, d_stage_a = clocked(cheat[1], SEGMENT_TIMED, Clock()), clocked(counter, SEGMENT_TIMED, Clock())
     work = work_of(cheat)
     did, validator = rejected(p, work, 1, spec=u.spec, table=u.table)
     g, settled = play(p, did, work, 1, (p.accounts[2], cheat[1]), (validator, counter))
@@ -174,8 +185,8 @@ def game(p: Protocol, u: Unit, flip: Flip, k_len: int) -> dict[str, Any]:
     elements = int(trace.values[flip.op].size)
     bound = (math.ceil(math.log2(u.interval)) + math.ceil(math.log2(len(trace.ops)))
              + math.ceil(math.log2(elements)) + math.ceil(math.log2(k_len)) + 4)
-    claimant_s = u.replay_s + reveal_s + c_clock.seconds
-    counter_s = u.replay_s + d_clock.seconds
+    claimant_s = u.replay_s + reveal_s + c_clock.seconds + c_stage_a.seconds
+    counter_s = u.replay_s + d_clock.seconds + d_stage_a.seconds
     return {
         "dispute_moves": moves, "move_bound": bound, "stage_a_moves": g.moves["claimant"] + g.moves["counter"],
         "step_game_moves": sum(g.step_game.moves.values()), "multiply_add": g.step_game.multiply_add,
