@@ -6,8 +6,8 @@ wrong partial sum (`wrong_partial_sum`: the game goes on to that element's one i
 row's second largest entry for its maximum (`wrong_row_max`: the claimant answers the row challenge with that entry,
 the counter shows the larger one), and defends that work in the game from its own replay, two validators. The
 validator drawn for the cheated segment rejects it; both daemons then play every move of the segment game and the
-step game (`gensyn_py/node/game_player.py`). The validator is killed with SIGKILL mid-game and restarted: it picks
-the game up from the chain and its replay. The contract convicts the solver; the validator is paid; nobody honest is
+step game (`gensyn_py/node/game_player.py`). One side (the validator, or the cheating solver) is killed with SIGKILL
+mid-game and restarted: it picks the game up from the chain and its replay. The contract convicts the solver; the validator is paid; nobody honest is
 slashed.
 """
 
@@ -39,8 +39,15 @@ def market(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalNetwork]:
         net.stop()
 
 
-@pytest.mark.parametrize("cheat", sorted(DECIDED_BY))
-def test_the_daemons_play_the_game_to_the_cheat_and_survive_a_kill_mid_game(market: LocalNetwork, cheat: str) -> None:
+# Each cheat once, each side killed mid-game at least once (the claimant after its first move, the transcript's opening;
+# the counter after its contest).
+PLAYS = [("flipped_bit", "counter"), ("flipped_bit", "claimant"), ("wrong_partial_sum", "counter"),
+         ("wrong_row_max", "claimant")]
+
+
+@pytest.mark.parametrize(("cheat", "killed"), PLAYS)
+def test_the_daemons_play_the_game_to_the_cheat_and_survive_a_kill_mid_game(market: LocalNetwork, cheat: str,
+                                                                           killed: str) -> None:
     net = market
     p = protocol(net)
     game = p["SegmentGame"]
@@ -52,19 +59,23 @@ def test_the_daemons_play_the_game_to_the_cheat_and_survive_a_kill_mid_game(mark
                         "the validator's reject to open a game", on_wait=net.check_alive)[0]["args"]
     assert opened["solver"] == cheater.account.address
     counter = next(n for n in ("validator-1", "validator-2") if net.nodes[n].account.address == opened["opener"])
-    # Mid-game, once the counter has contested: SIGKILL it and start it again.
-    wait_log(net, counter, "game.move", timeout=120, move="contest")
-    net.kill(counter)
-    net.restart(counter)
+    # Mid-game, once the side has made its first move: SIGKILL it and start it again (it keeps its flags).
+    victim, first_move = (counter, "contest") if killed == "counter" else ("solver-1", "openTranscript")
+    wait_log(net, victim, "game.move", timeout=120, move=first_move)
+    net.kill(victim)
+    net.restart(victim)
     decided = wait_until(lambda: game.events.GameDecided().get_logs(from_block=start) or None, 240,
                          "the game to be decided", on_wait=net.check_alive)[0]["args"]
     assert (decided["winner"], decided["reason"], decided["outcome"]) == (opened["opener"], Reason.STEP_GAME,
                                                                           SOLVER_FRAUD)
     steps = p["StepGame"].events.GameDecided().get_logs(from_block=start)
     assert [e["args"]["winner"] for e in steps] == [opened["opener"]]  # decided by recomputing, not on time
-    assert steps[0]["args"]["reason"] == DECIDED_BY[cheat]  # by recomputing an element, or one multiply-add
+    assert steps[0]["args"]["reason"] == DECIDED_BY[cheat]  # by recomputing an element, a multiply-add, a row entry
     assert slashes(net, start) == [(cheater.account.address, COLLATERAL)]  # the cheater, nobody else
     moves = [r for r in net.log_lines(counter) if r.get("event") in ("game.move", "game.step_move")]
     assert moves, "the counter's daemon played"
+    lines = net.log_lines(victim)
+    restarted = max(i for i, r in enumerate(lines) if r.get("event") == "daemon.start")
+    assert any(r.get("event") == "game.move" for r in lines[restarted:]), "the killed side played on after its restart"
     assert job >= 1
     assert_conservation(net)
