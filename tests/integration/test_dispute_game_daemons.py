@@ -7,8 +7,8 @@ row's second largest entry for its maximum (`wrong_row_max`: the claimant answer
 the counter shows the larger one), and defends that work in the game from its own replay, two validators. The
 validator drawn for the cheated segment rejects it; both daemons then play every move of the segment game and the
 step game (`gensyn_py/node/game_player.py`). One side (the validator, or the cheating solver) is killed with SIGKILL
-mid-game and restarted: it picks the game up from the chain and its replay. The contract convicts the solver; the validator is paid; nobody honest is
-slashed.
+mid-game and restarted: it picks the game up from the chain and its replay. The contract convicts the solver; the
+validator is paid; nobody honest is slashed.
 """
 
 from __future__ import annotations
