@@ -107,19 +107,21 @@ def create_app(ctx: ExplorerContext) -> Starlette:
         return render(request, "node.html", f"Node {queries.short(address)}", address=address, live=live,
                       live_error=live_error, history=history)
 
-    def dispute(request: Request) -> Response:
+    def resolver_page(request: Request, view_of: Callable[[sqlite3.Connection, int], Any], what: str,
+                      template: str, name: str) -> Response:
+        """Dispute `dispute_id` of one resolver (the committee's, the game's): ids are per resolver."""
         dispute_id = int(request.path_params["dispute_id"])
-        view = queries.dispute_view(ctx.db, dispute_id)
+        view: Any = view_of(ctx.db, dispute_id)
         if view is None:
-            return not_found(request, f"dispute {dispute_id}")
-        return render(request, "dispute.html", f"Dispute {dispute_id}", dispute=view)
+            return not_found(request, f"{what.lower()} {dispute_id}")
+        data: dict[str, Any] = {name: view}
+        return render(request, template, f"{what} {dispute_id}", **data)
+
+    def dispute(request: Request) -> Response:
+        return resolver_page(request, queries.dispute_view, "Dispute", "dispute.html", "dispute")
 
     def game(request: Request) -> Response:
-        dispute_id = int(request.path_params["dispute_id"])
-        view = games.game_view(ctx.db, dispute_id)
-        if view is None:
-            return not_found(request, f"game dispute {dispute_id}")
-        return render(request, "game.html", f"Game dispute {dispute_id}", game=view)
+        return resolver_page(request, games.game_view, "Game dispute", "game.html", "game")
 
     def step_game(request: Request) -> Response:
         """A step game's page is the page of the dispute that opened it."""

@@ -17,11 +17,12 @@ import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from gensyn_py.chain.bisection import Move, next_move
 from gensyn_py.crypto.merkle import merkle_proof
 from gensyn_py.proof.commitment import transcript_hash
+from gensyn_py.proof.lazy_roots import LazyRoots
 from gensyn_py.proof.replay_snapshots import Snapshots
 from gensyn_py.proof.state import canonical_arrays, key_hash, state_keys, state_root
 from gensyn_py.proof.step_program import ops_root
@@ -140,31 +141,17 @@ def entries(state: Mapping[str, np.ndarray[Any, Any]], data: DataRoots | None = 
     return [key_hash(k) for k in keys], [tensor_root(state[k], data) for k in keys]
 
 
-class StateRoots(Sequence[bytes]):
+class StateRoots(LazyRoots):
     """The state roots of `states`, hashed on demand and kept; the tensors' data roots are looked up in and kept in
     `data` when given (a tensor a step leaves as it was, the RNG state, say, is hashed once)."""
 
     def __init__(self, states: list[dict[str, np.ndarray[Any, Any]]], data: DataRoots | None = None) -> None:
+        super().__init__(len(states))
         self._states = states
         self._data = data
-        self._roots: dict[int, bytes] = {}
 
-    def __len__(self) -> int:
-        return len(self._states)
-
-    @overload
-    def __getitem__(self, i: int) -> bytes: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[bytes]: ...
-
-    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        j = range(len(self))[i]
-        if j not in self._roots:
-            self._roots[j] = state_root(self._states[j], self._data)
-        return self._roots[j]
+    def _compute(self, j: int) -> bytes:
+        return state_root(self._states[j], self._data)
 
 
 class SegmentSide:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import overload
 
 import numpy as np
 
 from gensyn_py.crypto.hashing import keccak256
+from gensyn_py.proof.lazy_roots import LazyRoots
 from gensyn_py.proof.tensor_commit import tensor_root
 
 NO_LOSSES = bytes(32)  # L_0
@@ -39,28 +39,17 @@ def loss_root(loss: bytes) -> bytes:
     return tensor_root(np.frombuffer(loss, dtype="<f4").reshape(1, 1))
 
 
-class Positions(Sequence[bytes]):
+class Positions(LazyRoots):
     """A segment side's positions after 0, 1, ..., n steps, from its state roots (hashed on demand) and its losses."""
 
     def __init__(self, roots: Sequence[bytes], losses: Sequence[bytes]) -> None:
         if len(roots) != len(losses) + 1:
             raise ValueError(f"{len(roots)} states need {len(roots) - 1} losses, got {len(losses)}")
+        super().__init__(len(roots))
         self._roots = roots
         self.running = [NO_LOSSES]
         for loss in losses:
             self.running.append(next_losses(self.running[-1], loss))
 
-    def __len__(self) -> int:
-        return len(self._roots)
-
-    @overload
-    def __getitem__(self, i: int) -> bytes: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[bytes]: ...
-
-    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        j = range(len(self))[i]
+    def _compute(self, j: int) -> bytes:
         return position(self._roots[j], self.running[j])
