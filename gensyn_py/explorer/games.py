@@ -13,7 +13,10 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass
+from enum import IntEnum
 
+from gensyn_py.chain.segment_game import Reason as SegmentReason
+from gensyn_py.chain.step_game import Reason as StepReason
 from gensyn_py.explorer.queries import (
     DECISIONS,
     Event,
@@ -28,13 +31,16 @@ from gensyn_py.explorer.refs import ZERO
 
 SEGMENT_GAME, STEP_GAME = "SegmentGame", "StepGame"
 GAMES = frozenset({SEGMENT_GAME, STEP_GAME})
-# `GameDecided.reason` of each game, by value: `ISegmentGame.Reason` and `IStepGame.Reason`
-# (tests/contracts/test_explorer_index.py checks them against contracts/interfaces/).
-REASONS = {
-    SEGMENT_GAME: ("Timeout", "BrokenChain", "StartUnbound", "StepGame", "StartProven", "WrongAuthor", "EndsAgree"),
-    STEP_GAME: ("Timeout", "WrongProgram", "WrongInputRoot", "WrongNamedInput", "WrongElement", "WrongBlock",
-                "WrongMultiplyAdd", "NonFiniteDot", "WrongMove", "WrongRowMax"),
-}
+
+
+def _solidity_names(reasons: type[IntEnum]) -> tuple[str, ...]:
+    """An enum's members by value as the contract spells them: WRONG_ELEMENT -> WrongElement."""
+    return tuple("".join(w.capitalize() for w in r.name.split("_")) for r in sorted(reasons))
+
+
+# `GameDecided.reason` of each game, by value: `ISegmentGame.Reason` and `IStepGame.Reason`, as the chain wrappers
+# hold them (tests/contracts/test_explorer_index.py checks them against contracts/interfaces/).
+REASONS = {SEGMENT_GAME: _solidity_names(SegmentReason), STEP_GAME: _solidity_names(StepReason)}
 # A transaction whose only game events are decisions for these reasons is a call anyone may make (`timeout`,
 # `settle`), not a move.
 CALLS = frozenset({"Timeout", "StepGame"})
@@ -42,7 +48,7 @@ CALLS = frozenset({"Timeout", "StepGame"})
 STAGE_AFTER = {
     (SEGMENT_GAME, "DisputeOpened"): "the counter contests the segment",
     (SEGMENT_GAME, "SegmentOpened"): "segment opened",
-    (SEGMENT_GAME, "Contested"): "the claimant answers the contest",
+    (SEGMENT_GAME, "Contested"): "the claimant opens its loss transcript",
     (SEGMENT_GAME, "TranscriptOpened"): "bisecting the segment's steps",
     (SEGMENT_GAME, "StepsMoved"): "bisecting the segment's steps",
     (SEGMENT_GAME, "StepNarrowed"): "the claimant reveals the step",
