@@ -2,6 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {Hashes} from "@openzeppelin/contracts/utils/cryptography/Hashes.sol";
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {IDisputeResolver} from "./interfaces/IDisputeResolver.sol";
@@ -108,6 +109,30 @@ contract SegmentGame is ISegmentGame, Ownable {
     /// @inheritdoc ISegmentGame
     function contest(uint256 id, SegmentLeaf calldata leaf, bytes32 counterEnd, bytes32 atMid) external {
         Game storage s = _at(id, Stage.Contest);
+        _contest(id, s, leaf, counterEnd, atMid);
+    }
+
+    /// @inheritdoc ISegmentGame
+    function contestSegment(
+        uint256 id,
+        uint256 segment,
+        SegmentLeaf calldata leaf,
+        bytes32 counterEnd,
+        bytes32 atMid
+    ) external {
+        Game storage s = _at(id, Stage.Contest);
+        // The leaf's index is inside its hash: only a segment the unit's checkpoint root holds opens.
+        s.segment = SafeCast.toUint16(segment);
+        _contest(id, s, leaf, counterEnd, atMid);
+    }
+
+    function _contest(
+        uint256 id,
+        Game storage s,
+        SegmentLeaf calldata leaf,
+        bytes32 counterEnd,
+        bytes32 atMid
+    ) private {
         Bisection.Game storage g = s.g;
         g.charge(msg.sender);
         _open(id, s, leaf);

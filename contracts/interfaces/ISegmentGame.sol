@@ -150,6 +150,16 @@ interface ISegmentGame is IDisputeResolver {
     ///         midpoint (`atMid`: the bisection's first move, ignored for a one-step segment). A position after i
     ///         steps is `Transcripts.position(state root, running hash of the first i losses)`.
     function contest(uint256 disputeId, SegmentLeaf calldata leaf, bytes32 counterEnd, bytes32 atMid) external;
+    /// @notice `contest`, of segment `segment` of the unit instead of the one disputed: a counter that cannot replay
+    ///         the disputed segment from its committed start (a checkpoint that does not load, say) contests the
+    ///         earliest segment whose end it disagrees with. A fraud in any segment is a fraud in the unit.
+    function contestSegment(
+        uint256 disputeId,
+        uint256 segment,
+        SegmentLeaf calldata leaf,
+        bytes32 counterEnd,
+        bytes32 atMid
+    ) external;
     /// @notice The claimant opens the transcript the segment's leaf commits to (its own, or an inherited segment's
     ///         author with the leaf's path in the unit's partial root: else decided for the counter), which gives
     ///         its end position; an end position equal to the counter's decides for the claimant. Otherwise the

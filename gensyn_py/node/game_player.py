@@ -22,7 +22,7 @@ from eth_utils import to_checksum_address
 from gensyn_py.chain.bisection import next_move
 from gensyn_py.chain.segment_game import Stage
 from gensyn_py.chain.step_game import Stage as StepStage
-from gensyn_py.errors import ContractRevert
+from gensyn_py.errors import ContractRevert, StorageError, TrainingError, VerificationError
 from gensyn_py.proof.descent import RevealedChunk, sibling_path
 from gensyn_py.proof.onchain_trace import OpOpening
 from gensyn_py.proof.step_side import CONTEST, StepSide
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from gensyn_py.chain.segment_game import SegmentGame
     from gensyn_py.chain.step_game import StepGame
     from gensyn_py.node.role import NodeDaemon
+    from gensyn_py.proof.commitment import Manifest
     from gensyn_py.proof.segment_side import Flip, SegmentSide
     from gensyn_py.proof.step_table import StepTable
     from gensyn_py.types import Unit
@@ -116,13 +117,25 @@ class GamePlayer:
             return
         if stage == Stage.CONTEST:
             _, manifest = self.node.content.committed(unit)
-            leaf = (manifest.state_hashes[segment], manifest.state_hashes[segment + 1],
-                    manifest.transcript_commits[segment], list(manifest.proof(segment)))
             if segment == 0 and manifest.state_hashes[0] != self._start(unit):
                 # Not the round's agreed start: no replay from it can be right, so contest the start itself.
-                self._move(where, self.game.move, "contestStart", did, leaf)
-            else:
-                self._move(where, self.game.move, "contest", did, leaf, *self._side(did, unit, segment).contest())
+                self._move(where, self.game.move, "contestStart", did, _leaf(manifest, 0))
+                return
+            try:
+                side = self._side(did, unit, segment)
+            except (TrainingError, VerificationError, StorageError) as e:
+                # The segment's committed start does not load: contest the earliest segment whose end differs.
+                self.node.log.warning("game.unreplayable", dispute=did, segment=segment, error=str(e))
+                found = self._earliest_divergence(did, unit, manifest)
+                if found is None:
+                    self._stuck.add(where)
+                    self.node.log.warning("game.no_move", game="segment", id=did, move="contestSegment")
+                    return
+                earliest, side = found
+                self._move(where, self.game.move, "contestSegment", did, earliest, _leaf(manifest, earliest),
+                           *side.contest())
+                return
+            self._move(where, self.game.move, "contest", did, _leaf(manifest, segment), *side.contest())
             return
         side = self._side(did, unit, segment)
         if stage == Stage.TRANSCRIPT:
@@ -181,6 +194,22 @@ class GamePlayer:
         trainer = Trainer(content.spec(unit.job_id), content.dataset(unit.job_id), unit.round, unit.shard, "cpu",
                           content.start_weights(unit.job_id, unit.round))
         return state_hash(trainer.state_dict())
+
+    def _earliest_divergence(self, did: int, unit: Unit, manifest: Manifest) -> tuple[int, SegmentSide] | None:
+        """The first segment of the unit whose committed end this side's own replay, from the unit's start, does
+        not reach, with this side's replay of it (kept as the game's side); None when every end agrees."""
+        from gensyn_py.proof.segment_side import SegmentSide
+        from gensyn_py.train.trainer import Trainer
+
+        content = self.node.content
+        trainer = Trainer(content.spec(unit.job_id), content.dataset(unit.job_id), unit.round, unit.shard, "cpu",
+                          content.start_weights(unit.job_id, unit.round))
+        for j in range(manifest.num_segments):
+            side = SegmentSide(trainer, self._table(unit))  # replays segment j; the trainer ends at its end
+            if side.roots[-1] != manifest.state_hashes[j + 1]:
+                self._sides[did] = side
+                return j, side
+        return None
 
     def _side(self, did: int, unit: Unit, segment: int) -> SegmentSide:
         """This side's replay of the disputed segment, from the committed start checkpoint."""
@@ -342,3 +371,9 @@ class GamePlayer:
                 return
             raise
         self.node.log.info("game.keeper", call=what, args=list(args))
+
+
+def _leaf(manifest: Manifest, segment: int) -> tuple[Any, ...]:
+    """`ISegmentGame.SegmentLeaf` of `segment` in the unit's checkpoint root, from its manifest."""
+    return (manifest.state_hashes[segment], manifest.state_hashes[segment + 1], manifest.transcript_commits[segment],
+            list(manifest.proof(segment)))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import math
+import struct
 from collections.abc import Callable
 from functools import cache, cached_property
 from typing import Any
@@ -25,6 +26,7 @@ import pytest
 from eth_account import Account
 from eth_utils import keccak
 
+from gensyn_py.proof.commitment import transcript_hash
 from gensyn_py.proof.segment_side import Flip, SegmentSide
 from gensyn_py.proof.step_side import StepSide
 from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, honest_unit, reveal
@@ -37,6 +39,7 @@ from tests.contracts.segment_game_play import (
     ENDS_AGREE,
     NO_QUORUM,
     REVEAL,
+    SOLVER,
     SOLVER_FRAUD,
     SOLVER_HONEST,
     START,
@@ -307,6 +310,33 @@ def test_an_inherited_segment_s_transcript_is_opened_with_its_path_in_the_unit_s
     out = decided(p, open_transcript(p, g, (a[2], honest()[0]), author=first.address,
                                      partial_proof=tuple(partial.proof(0))))
     assert (out["winner"], out["reason"]) == (a[2].address, ENDS_AGREE)
+    p.check_conservation()
+
+
+def test_a_counter_that_cannot_replay_the_disputed_segment_contests_an_earlier_one(proto: Protocol) -> None:
+    """A solver whose segment 0 ends in a state nobody reaches (a checkpoint that does not load, say), segment 1
+    starting there: the validator drawn for segment 1 cannot replay it, so it contests segment 0 instead, whose
+    end it disagrees with (`contestSegment`). The claimant's replay cannot reveal the last step into that end: it
+    loses on time, and the fraud in segment 0 is a fraud in the unit."""
+    p, a = proto, proto.accounts
+    h = honest()
+    garbage = keccak(b"a checkpoint that does not load")
+    transcript = transcript_hash([struct.unpack("<f", x)[0] for x in h[0].losses], garbage, SOLVER)
+    work = Work([(h[0].roots[0], garbage, transcript), (garbage, *work_of(h).segments[1][1:])])
+    did, validator = rejected(p, work, segment=1)
+    g = GamePlay(did)
+    expect(p, "NotInCheckpoints", validator, p.game.functions.contestSegment(did, 0, leaf(work, 1), *h[0].contest()))
+    g.count("counter", p.tx(validator, p.game.functions.contestSegment(did, 0, leaf(work, 0), *h[0].contest())))
+    assert p.game.functions.disputeOf(did).call()[2] == 0  # the game is over segment 0 now
+    open_transcript(p, g, (a[2], h[0]))
+    t = bisect_steps(p, g, (a[2], h[0]), (validator, h[0]))
+    assert t == INTERVAL - 1  # the replays agree until the end nobody reaches
+    expect(p, "StateMismatch", a[2], p.game.functions.revealStep(did, h[0].reveal(t)))
+    _, due = p.game.functions.deadline(did).call()
+    p.advance(due - p.now() + 1)
+    out = decided(p, p.tx(a[9], p.game.functions.timeout(did)))
+    assert (out["winner"], out["reason"], out["outcome"]) == (validator.address, TIMEOUT, SOLVER_FRAUD)
+    assert p.unit(1)["status"] == OPEN
     p.check_conservation()
 
 

@@ -126,8 +126,8 @@ def test_poison_jobs_are_quarantined_and_do_not_delay_a_good_job(market: LocalNe
 
 def test_a_misshapen_checkpoint_convicts_its_solver_not_the_validators(market: LocalNetwork) -> None:
     net = market
-    # The committee never seats the unit's own validators: a third validator, there before the dispute opens,
-    # is the committee (one seat, so one revealed vote is a quorum).
+    # The committee never seats the unit's own validators: a third validator, there before the dispute opens, is
+    # the committee (one seat, so one revealed vote is a quorum) where the dispute is the committee's.
     if "validator-3" not in net.nodes:
         Market(net).start_nodes([NodeSpec("validator-3", "validator", 7)])
     start = int(net.w3.eth.block_number)
@@ -139,7 +139,9 @@ def test_a_misshapen_checkpoint_convicts_its_solver_not_the_validators(market: L
         job = submit(net, steps=STEPS, seed=21, commit_window=WINDOW)
         view = ChainView(protocol(net))
         unit_id = view.unit_ids(job)[0]
-        wait_until(lambda: view.unit(unit_id).status is UnitStatus.OPEN and slashes(net, start), 120,
+        # The dispute goes to the game (a repro job): a cheater with no legal move loses once its clock runs out.
+        clock = int(protocol(net)["SegmentGame"].functions.clock().call())
+        wait_until(lambda: view.unit(unit_id).status is UnitStatus.OPEN and slashes(net, start), 120 + clock,
                    "the cheater to be slashed and the unit reopened", on_wait=net.check_alive)
         net.restart("solver-1")
         wait_job(net, job)
