@@ -2,6 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {Segments} from "./Segments.sol";
+import {TraceProofs} from "./TraceProofs.sol";
 
 /// @title Transcripts: a segment's loss transcript as the segment game judges it.
 /// @notice The transcript hash is `gensyn_py/proof/commitment.py`'s: keccak256 of the domain, the author's 20 bytes,
@@ -12,8 +13,6 @@ import {Segments} from "./Segments.sol";
 ///         that computed it, like a wrong state (`gensyn_py/proof/transcript_positions.py` mirrors it).
 library Transcripts {
     bytes internal constant DOMAIN = "gensyn.transcript.v2";
-    /// @dev A tensor header's dtype code for float32 (`gensyn_py/proof/tensor_commit.py`).
-    uint256 internal constant FLOAT32 = 1;
 
     /// @notice The transcript commitment of `losses` (4 bytes a step) by `author`, ending at state `end`.
     function commit(address author, bytes calldata losses, bytes32 end) internal pure returns (bytes32) {
@@ -40,6 +39,6 @@ library Transcripts {
     ///         one zero-padded chunk (`gensyn_py/proof/tensor_commit.py`).
     function lossRoot(bytes4 loss) internal pure returns (bytes32) {
         bytes32 dataRoot = keccak256(abi.encodePacked(uint256(0), bytes32(loss)));
-        return keccak256(abi.encodePacked(FLOAT32, uint256(2), uint256(1), uint256(1), dataRoot));
+        return keccak256(abi.encodePacked(TraceProofs.DTYPE_FLOAT32, uint256(2), uint256(1), uint256(1), dataRoot));
     }
 }

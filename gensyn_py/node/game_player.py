@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from gensyn_py.proof.commitment import Manifest
     from gensyn_py.proof.segment_side import Flip, SegmentSide
     from gensyn_py.proof.step_table import StepTable
+    from gensyn_py.train.trainer import Trainer
     from gensyn_py.types import Unit
 
 # A move that lost a race (the other side or a keeper moved first, or time ran out): look again next tick.
@@ -188,22 +189,23 @@ class GamePlayer:
         if unit.round == 0:
             return self._table(unit).starts[unit.shard]
         from gensyn_py.proof.state import state_hash
+
+        return state_hash(self._unit_start(unit).state_dict())
+
+    def _unit_start(self, unit: Unit) -> Trainer:
+        """A trainer at the unit's start: its shard at step 0 of its round, from the round's agreed weights."""
         from gensyn_py.train.trainer import Trainer
 
         content = self.node.content
-        trainer = Trainer(content.spec(unit.job_id), content.dataset(unit.job_id), unit.round, unit.shard, "cpu",
-                          content.start_weights(unit.job_id, unit.round))
-        return state_hash(trainer.state_dict())
+        return Trainer(content.spec(unit.job_id), content.dataset(unit.job_id), unit.round, unit.shard, "cpu",
+                       content.start_weights(unit.job_id, unit.round))
 
     def _earliest_divergence(self, did: int, unit: Unit, manifest: Manifest) -> tuple[int, SegmentSide] | None:
         """The first segment of the unit whose committed end this side's own replay, from the unit's start, does
         not reach, with this side's replay of it (kept as the game's side); None when every end agrees."""
         from gensyn_py.proof.segment_side import SegmentSide
-        from gensyn_py.train.trainer import Trainer
 
-        content = self.node.content
-        trainer = Trainer(content.spec(unit.job_id), content.dataset(unit.job_id), unit.round, unit.shard, "cpu",
-                          content.start_weights(unit.job_id, unit.round))
+        trainer = self._unit_start(unit)
         for j in range(manifest.num_segments):
             side = SegmentSide(trainer, self._table(unit))  # replays segment j; the trainer ends at its end
             if side.roots[-1] != manifest.state_hashes[j + 1]:
@@ -291,9 +293,9 @@ class GamePlayer:
         challenge = self._last(gid, "DotChallenged")
         assert challenge is not None, f"step game {gid} has no dot challenge"
         element = int(challenge["element"])
-        answer = self._last(gid, "DotAnswered")
-        if answer is not None and self.node.address != claimant:
-            # On any of the counter's turns once the claimant answered: block exponents below the rule's lose first.
+        # On any of the counter's turns once the claimant answered: block exponents below the rule's lose first.
+        answer = self._last(gid, "DotAnswered") if self.node.address != claimant else None
+        if answer is not None:
             r = side.block_refutation(opened, element, (int(answer["blockA"]), int(answer["blockB"])))
             if r is not None:
                 return r.function, tuple(r.args)

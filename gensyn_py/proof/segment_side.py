@@ -212,10 +212,11 @@ class SegmentSide:
         k = len(self.positions) - 1
         return self.positions[k], next_move(0, k, None, self.positions).at_next if k > 1 else bytes(32)
 
-    def transcript_hash(self, author: str | bytes | None) -> bytes:
-        """This side's loss transcript of the segment as `author` commits it (``proof/commitment.py``)."""
+    def transcript_hash(self, author: str | bytes | None, end: bytes | None = None) -> bytes:
+        """This side's loss transcript of the segment as `author` commits it (``proof/commitment.py``), ending at its
+        own end state or at `end`."""
         losses = [struct.unpack("<f", b)[0] for b in self.losses]
-        return transcript_hash(losses, self.roots[-1], author)
+        return transcript_hash(losses, self.roots[-1] if end is None else end, author)
 
     def open_transcript(self, author: str, pending: bytes, partial_proof: Sequence[bytes] = ()) -> tuple[Any, ...]:
         """The claimant's ``SegmentGame.openTranscript`` arguments after the game id: its transcript (by `author`,

@@ -11,11 +11,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-import numpy as np
-
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.proof.lazy_roots import LazyRoots
-from gensyn_py.proof.tensor_commit import tensor_root
 
 NO_LOSSES = bytes(32)  # L_0
 
@@ -32,11 +29,6 @@ def next_losses(before: bytes, loss: bytes) -> bytes:
 
 def position(state_root: bytes, losses_before: bytes) -> bytes:
     return keccak256(state_root + losses_before)
-
-
-def loss_root(loss: bytes) -> bytes:
-    """The tensor root of a step's `loss` output, float32 of shape (1, 1), from its bytes."""
-    return tensor_root(np.frombuffer(loss, dtype="<f4").reshape(1, 1))
 
 
 class Positions(LazyRoots):

@@ -345,32 +345,30 @@ def flipped_bit(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: in
     """Flips one bit of one op's output in one step of the faked segment and trains on from the flipped state: a
     repro unit's smallest cheat, which the dispute game narrows to that op. With `solver` its transcripts are bound
     to the committing address as an honest solver's are, so that only the faked segment differs from a replay."""
-    return _flipped("flipped_bit", spec, dataset, store, job_id, round_, shard, solver)
+    return solve_flipped("flipped_bit", spec, dataset, store, job_id, round_, shard, solver)
 
 
 def wrong_partial_sum(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
                       shard: int, solver: str | None = None) -> UnitCommitment:
     """Computes one element of one matmul of one step of the faked segment from a wrong partial sum, and trains on
     from there: a cheat the dispute game narrows to one integer multiply-add (bound to `solver` as `flipped_bit`)."""
-    return _flipped("wrong_partial_sum", spec, dataset, store, job_id, round_, shard, solver)
+    return solve_flipped("wrong_partial_sum", spec, dataset, store, job_id, round_, shard, solver)
 
 
 def wrong_row_max(spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
                   shard: int, solver: str | None = None) -> UnitCommitment:
     """Takes a row's second largest entry for its maximum in one step of the faked segment, and trains on from there:
     a cheat the dispute game decides with the row's witnesses (bound to `solver` as `flipped_bit`)."""
-    return _flipped("wrong_row_max", spec, dataset, store, job_id, round_, shard, solver)
+    return solve_flipped("wrong_row_max", spec, dataset, store, job_id, round_, shard, solver)
 
 
-def _flipped(cheat: str, spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
-             shard: int, solver: str | None) -> UnitCommitment:
+def solve_flipped(cheat: str, spec: JobSpec, dataset: Dataset, store: ContentStore, job_id: int, round_: int,
+                  shard: int, solver: str | None) -> UnitCommitment:
+    """The work of the `FLIPS` cheat `cheat`: trained honestly but for its flip, committed as `solver`'s."""
     flip = FLIPS[cheat](spec, dataset, round_, shard) if spec.mode == "repro" else None
     return commit_segments(_FlippingTrainer(flip, _flip_step(spec), spec, dataset, round_, shard, "cpu"), store, job_id,
                            solver=solver)
 
-
-# The cheats that differ from a replay only where they cheated, bound to the committing solver's address.
-FLIPPED = {"flipped_bit": flipped_bit, "wrong_partial_sum": wrong_partial_sum, "wrong_row_max": wrong_row_max}
 
 CHEATS: dict[str, Solve] = {
     "flipped_bit": flipped_bit,

@@ -18,7 +18,7 @@ from gensyn_py.node.role import NodeConfig
 from gensyn_py.node.solver import SolverDaemon
 from gensyn_py.node.validator import ValidatorDaemon
 from gensyn_py.proof.replay import Verdict
-from gensyn_py.sim.cheats import CHEATS, FLIPPED, FLIPS, WITHHOLDING
+from gensyn_py.sim.cheats import CHEATS, FLIPS, WITHHOLDING, solve_flipped
 
 ALL_CHEATS = {**CHEATS, **WITHHOLDING}
 
@@ -51,9 +51,9 @@ class CheatingSolver(SolverDaemon):
     def train_unit(self, unit: Unit, epoch: int, spec: JobSpec, dataset: Dataset,
                    weights: Mapping[str, torch.Tensor] | None) -> UnitCommitment:
         self.log.warning("unit.cheating", unit=unit.unit_id, cheat=self.cheat)
-        if self.cheat in FLIPS:  # the cheats that differ from a replay only where they cheated
-            solve = FLIPPED[self.cheat]
-            return solve(spec, dataset, self.store, unit.job_id, unit.round, unit.shard, solver=self.address)
+        if self.cheat in FLIPS:  # the cheats that differ from a replay only where they cheated, bound to its address
+            return solve_flipped(self.cheat, spec, dataset, self.store, unit.job_id, unit.round, unit.shard,
+                                 self.address)
         return ALL_CHEATS[self.cheat](spec, dataset, self.store, unit.job_id, unit.round, unit.shard)
 
 

@@ -179,3 +179,10 @@ def play(p: Protocol, did: int, work: Work, segment: int, claimant: tuple[LocalA
 
 def decided(p: Protocol, receipt: Any) -> dict[str, Any]:
     return dict(p.events(receipt, p.game, "GameDecided")[0]["args"])
+
+
+def run_out(p: Protocol, did: int) -> dict[str, Any]:
+    """Let the side to move run out of its clock, and time it out (a keeper, account 9): the decision."""
+    _, due = p.game.functions.deadline(did).call()
+    p.advance(due - p.now() + 1)
+    return decided(p, p.tx(p.accounts[9], p.game.functions.timeout(did)))

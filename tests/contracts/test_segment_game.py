@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import math
-import struct
 from collections.abc import Callable
 from functools import cache, cached_property
 from typing import Any
@@ -26,7 +25,6 @@ import pytest
 from eth_account import Account
 from eth_utils import keccak
 
-from gensyn_py.proof.commitment import transcript_hash
 from gensyn_py.proof.segment_side import Flip, SegmentSide
 from gensyn_py.proof.step_side import StepSide
 from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, honest_unit, reveal
@@ -63,6 +61,7 @@ from tests.contracts.segment_game_play import (
     play,
     rejected,
     replay,
+    run_out,
     stage,
     submit,
     work_of,
@@ -321,7 +320,7 @@ def test_a_counter_that_cannot_replay_the_disputed_segment_contests_an_earlier_o
     p, a = proto, proto.accounts
     h = honest()
     garbage = keccak(b"a checkpoint that does not load")
-    transcript = transcript_hash([struct.unpack("<f", x)[0] for x in h[0].losses], garbage, SOLVER)
+    transcript = h[0].transcript_hash(SOLVER, end=garbage)
     work = Work([(h[0].roots[0], garbage, transcript), (garbage, *work_of(h).segments[1][1:])])
     did, validator = rejected(p, work, segment=1)
     g = GamePlay(did)
@@ -332,9 +331,7 @@ def test_a_counter_that_cannot_replay_the_disputed_segment_contests_an_earlier_o
     t = bisect_steps(p, g, (a[2], h[0]), (validator, h[0]))
     assert t == INTERVAL - 1  # the replays agree until the end nobody reaches
     expect(p, "StateMismatch", a[2], p.game.functions.revealStep(did, h[0].reveal(t)))
-    _, due = p.game.functions.deadline(did).call()
-    p.advance(due - p.now() + 1)
-    out = decided(p, p.tx(a[9], p.game.functions.timeout(did)))
+    out = run_out(p, did)
     assert (out["winner"], out["reason"], out["outcome"]) == (validator.address, TIMEOUT, SOLVER_FRAUD)
     assert p.unit(1)["status"] == OPEN
     p.check_conservation()
@@ -393,9 +390,7 @@ def test_a_unit_that_does_not_start_from_the_job_s_start_loses_its_contested_sta
     p.tx(validator, p.game.functions.contestStart(did, leaf(elsewhere, 0)))
     table = job()[2]
     expect(p, "NotInStepTable", a[2], p.game.functions.proveStart(did, table.start_proof(0)))
-    _, due = p.game.functions.deadline(did).call()
-    p.advance(due - p.now() + 1)
-    out = decided(p, p.tx(a[9], p.game.functions.timeout(did)))
+    out = run_out(p, did)
     assert (out["winner"], out["reason"], out["outcome"]) == (validator.address, TIMEOUT, SOLVER_FRAUD)
     assert p.unit(1)["status"] == OPEN
     p.check_conservation()
@@ -464,11 +459,10 @@ def test_a_side_that_runs_out_of_time_at_any_stage_loses(proto: Protocol, until:
     sides, work, did, validator = cheat_disputed(p)
     idle_at(p, did, work, sides[1], honest()[1], validator, until)
     assert stage(p, did) == until
-    mover, due = p.game.functions.deadline(did).call()
+    mover, _ = p.game.functions.deadline(did).call()
     assert mover == (a[2].address if loser == "claimant" else validator.address)
     expect(p, "ClockRunning", a[9], p.game.functions.timeout(did))
-    p.advance(due - p.now() + 1)
-    out = decided(p, p.tx(a[9], p.game.functions.timeout(did)))
+    out = run_out(p, did)
     winner = validator.address if loser == "claimant" else a[2].address
     assert (out["winner"], out["reason"]) == (winner, TIMEOUT)
     assert out["outcome"] == (SOLVER_FRAUD if loser == "claimant" else SOLVER_HONEST)
