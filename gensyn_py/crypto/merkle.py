@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gensyn_py.crypto.hashing import keccak256, keccak_256
+from gensyn_py.crypto import native_merkle
+from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.errors import VerificationError
 
 
@@ -17,22 +18,18 @@ def hash_pair(a: bytes, b: bytes) -> bytes:
     return keccak256(a + b if a < b else b + a)
 
 
-def _levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
+def _joined(leaves: Sequence[bytes]) -> bytes:
     if not leaves:
         raise VerificationError("a Merkle tree needs at least one leaf")
     if set(map(len, leaves)) != {32}:
         bad = next(len(leaf) for leaf in leaves if len(leaf) != 32)
         raise VerificationError(f"Merkle leaves are 32 bytes, got {bad}")
-    levels = [list(leaves)]
-    while len(levels[-1]) > 1:
-        cur = levels[-1]
-        # hash_pair, inlined, with the C keccak called directly (a tensor's tree is tens of thousands of these, and
-        # the wrapper's call is a tenth of each); an odd last node has no partner and is promoted below
-        nxt = [keccak_256(a + b if a < b else b + a).digest() for a, b in zip(cur[0::2], cur[1::2], strict=False)]
-        if len(cur) % 2:
-            nxt.append(cur[-1])
-        levels.append(nxt)
-    return levels
+    return b"".join(leaves)
+
+
+def _levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
+    # The whole tree in one native call (crypto.native_merkle): a tensor's tree is tens of thousands of hashes.
+    return native_merkle.levels(_joined(leaves))
 
 
 def merkle_levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
@@ -41,7 +38,7 @@ def merkle_levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
 
 
 def merkle_root(leaves: Sequence[bytes]) -> bytes:
-    return _levels(leaves)[-1][0]
+    return native_merkle.root(_joined(leaves))
 
 
 def merkle_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:

@@ -1,0 +1,275 @@
+/* Batched keccak256 Merkle trees (gensyn_py/crypto/native_merkle.py is the Python face of this module).
+ *
+ * Why native: a tensor's data tree is one keccak per 32-byte chunk plus one per inner node, and a dispute's side
+ * hashes tens of thousands of them; called one at a time from Python each hash costs about a microsecond of
+ * interpreter overhead around a few hundred nanoseconds of keccak. Here a whole tree is one call.
+ *
+ * The trees are exactly those of gensyn_py/crypto/merkle.py (OpenZeppelin's MerkleProof: an inner node is the
+ * keccak256 of its two children sorted as bytes, an odd last node promoted unchanged), and the chunk leaves
+ * those of gensyn_py/proof/tensor_commit.py (keccak256(uint256 chunk index ++ 32-byte chunk)); the tests check
+ * both against the Python code on random inputs.
+ *
+ * Keccak-f[1600] as in FIPS 202 with the original Keccak padding (0x01 ... 0x80) that the EVM's keccak256 uses;
+ * every input here is 64 bytes, below the 136-byte rate, so each hash is one absorbed block and one permutation.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static const uint64_t ROUND_CONSTANTS[24] = {
+    0x0000000000000001ULL, 0x0000000000008082ULL, 0x800000000000808aULL, 0x8000000080008000ULL,
+    0x000000000000808bULL, 0x0000000080000001ULL, 0x8000000080008081ULL, 0x8000000000008009ULL,
+    0x000000000000008aULL, 0x0000000000000088ULL, 0x0000000080008009ULL, 0x000000008000000aULL,
+    0x000000008000808bULL, 0x800000000000008bULL, 0x8000000000008089ULL, 0x8000000000008003ULL,
+    0x8000000000008002ULL, 0x8000000000000080ULL, 0x000000000000800aULL, 0x800000008000000aULL,
+    0x8000000080008081ULL, 0x8000000000008080ULL, 0x0000000080000001ULL, 0x8000000080008008ULL,
+};
+static const unsigned ROTATIONS[24] = {1, 3, 6, 10, 15, 21, 28, 36, 45, 55, 2, 14,
+                                       27, 41, 56, 8, 25, 43, 62, 18, 39, 61, 20, 44};
+static const unsigned PI_LANES[24] = {10, 7, 11, 17, 18, 3, 5, 16, 8, 21, 24, 4,
+                                      15, 23, 19, 13, 12, 2, 20, 14, 22, 9, 6, 1};
+
+/* Keccak-f[1600] over LANES independent states at once: lane i of state j is s[i][j]. With GCC's vector types
+ * one source serves both builds below: an AVX2 one (four states per 256-bit register), chosen at run time where
+ * the processor has AVX2, and a baseline one for any x86-64 (or other) processor. */
+#define LANES 4
+typedef uint64_t lanes_t __attribute__((vector_size(8 * LANES)));
+
+#define ROTL(x, n) (((x) << (n)) | ((x) >> (64 - (n))))
+#define PERMUTE_BODY                                                                                     \
+    _Pragma("GCC unroll 24") for (int round = 0; round < 24; ++round) {                                   \
+        lanes_t c[5], t;                                                                                  \
+        _Pragma("GCC unroll 5") for (int x = 0; x < 5; ++x) c[x] =                                        \
+            s[x] ^ s[x + 5] ^ s[x + 10] ^ s[x + 15] ^ s[x + 20];                                          \
+        _Pragma("GCC unroll 5") for (int x = 0; x < 5; ++x) {                                             \
+            t = c[(x + 4) % 5] ^ ROTL(c[(x + 1) % 5], 1);                                                 \
+            _Pragma("GCC unroll 5") for (int y = 0; y < 25; y += 5) s[y + x] ^= t;                        \
+        }                                                                                                 \
+        t = s[1];                                                                                         \
+        _Pragma("GCC unroll 24") for (int i = 0; i < 24; ++i) {                                           \
+            lanes_t next = s[PI_LANES[i]];                                                                \
+            s[PI_LANES[i]] = ROTL(t, ROTATIONS[i]);                                                       \
+            t = next;                                                                                     \
+        }                                                                                                 \
+        _Pragma("GCC unroll 5") for (int y = 0; y < 25; y += 5) {                                         \
+            _Pragma("GCC unroll 5") for (int x = 0; x < 5; ++x) c[x] = s[y + x];                          \
+            _Pragma("GCC unroll 5") for (int x = 0; x < 5; ++x) s[y + x] =                                \
+                c[x] ^ ((~c[(x + 1) % 5]) & c[(x + 2) % 5]);                                              \
+        }                                                                                                 \
+        s[0] ^= (lanes_t){0} + ROUND_CONSTANTS[round];                                                    \
+    }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static void permute_avx2(lanes_t *s) { PERMUTE_BODY }
+#endif
+static void permute_baseline(lanes_t *s) { PERMUTE_BODY }
+
+static void (*permute)(lanes_t *s) = permute_baseline;
+
+static inline uint64_t load_le(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+
+static inline void store_le(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; ++i) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* keccak256 of the 64 bytes first[j] ++ second[j] into out[j], for j < count <= LANES (out may alias inputs). */
+static void keccak64_batch(const unsigned char *const *first, const unsigned char *const *second,
+                           unsigned char *const *out, int count) {
+    lanes_t s[25];
+    memset(s, 0, sizeof s);
+    for (int j = 0; j < count; ++j) {
+        for (int i = 0; i < 4; ++i) s[i][j] = load_le(first[j] + 8 * i);
+        for (int i = 0; i < 4; ++i) s[4 + i][j] = load_le(second[j] + 8 * i);
+    }
+    s[8] ^= (lanes_t){0} + 0x01ULL;                  /* padding starts right after the 64 bytes */
+    s[16] ^= (lanes_t){0} + 0x8000000000000000ULL;   /* and ends at the last byte of the 136-byte rate */
+    permute(s);
+    for (int j = 0; j < count; ++j)
+        for (int i = 0; i < 4; ++i) store_le(out[j] + 8 * i, s[i][j]);
+}
+
+/* One level up from n nodes at `in` into `out` (which may be `in`); returns the node count of the new level.
+ * Each inner node hashes its two children sorted as bytes (OpenZeppelin's commutativeKeccak256), LANES at once. */
+static Py_ssize_t level_up(const unsigned char *in, Py_ssize_t n, unsigned char *out) {
+    Py_ssize_t pairs = n / 2;
+    const unsigned char *first[LANES], *second[LANES];
+    unsigned char *dest[LANES];
+    for (Py_ssize_t k = 0; k < pairs; k += LANES) {
+        int count = pairs - k < LANES ? (int)(pairs - k) : LANES;
+        for (int j = 0; j < count; ++j) {
+            const unsigned char *x = in + 64 * (k + j), *y = x + 32;
+            int ordered = memcmp(x, y, 32) < 0;
+            first[j] = ordered ? x : y;
+            second[j] = ordered ? y : x;
+            dest[j] = out + 32 * (k + j);
+        }
+        keccak64_batch(first, second, dest, count);
+    }
+    if (n % 2) memmove(out + 32 * pairs, in + 32 * (n - 1), 32);
+    return pairs + n % 2;
+}
+
+static void chunk_leaves_into(const unsigned char *data, Py_ssize_t n, unsigned long long first, unsigned char *out) {
+    unsigned char index[LANES][32];
+    const unsigned char *idx[LANES], *chunk[LANES];
+    unsigned char *dest[LANES];
+    memset(index, 0, sizeof index);
+    for (Py_ssize_t k = 0; k < n; k += LANES) {
+        int count = n - k < LANES ? (int)(n - k) : LANES;
+        for (int j = 0; j < count; ++j) {
+            unsigned long long c = first + (unsigned long long)(k + j);
+            for (int i = 0; i < 8; ++i) index[j][31 - i] = (unsigned char)(c >> (8 * i));
+            idx[j] = index[j];
+            chunk[j] = data + 32 * (k + j);
+            dest[j] = out + 32 * (k + j);
+        }
+        keccak64_batch(idx, chunk, dest, count);
+    }
+}
+
+static int whole_words(Py_ssize_t len, const char *what) {
+    if (len == 0 || len % 32) {
+        PyErr_Format(PyExc_ValueError, "%s: a positive multiple of 32 bytes, got %zd", what, len);
+        return 0;
+    }
+    return 1;
+}
+
+/* chunk_leaves(data, first) -> bytes: keccak256(uint256(first + k) ++ chunk k) for each 32-byte chunk k. */
+static PyObject *chunk_leaves(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    unsigned long long first;
+    if (!PyArg_ParseTuple(args, "y*K", &data, &first)) return NULL;
+    if (!whole_words(data.len, "chunk_leaves")) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, data.len);
+    if (out != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        chunk_leaves_into(data.buf, data.len / 32, first, (unsigned char *)PyBytes_AS_STRING(out));
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&data);
+    return out;
+}
+
+/* levels(leaves) -> list[bytes]: every level of the tree, leaves first, each as its nodes' 32 bytes end to end. */
+static PyObject *levels(PyObject *self, PyObject *args) {
+    Py_buffer leaves;
+    if (!PyArg_ParseTuple(args, "y*", &leaves)) return NULL;
+    if (!whole_words(leaves.len, "levels")) {
+        PyBuffer_Release(&leaves);
+        return NULL;
+    }
+    PyObject *result = PyList_New(0);
+    PyObject *level = PyBytes_FromStringAndSize(leaves.buf, leaves.len);
+    PyBuffer_Release(&leaves);
+    while (result != NULL && level != NULL) {
+        Py_ssize_t n = PyBytes_GET_SIZE(level) / 32;
+        if (PyList_Append(result, level) < 0) break;
+        if (n == 1) {
+            Py_DECREF(level);
+            return result;
+        }
+        PyObject *up = PyBytes_FromStringAndSize(NULL, 32 * (n / 2 + n % 2));
+        if (up != NULL) level_up((unsigned char *)PyBytes_AS_STRING(level), n, (unsigned char *)PyBytes_AS_STRING(up));
+        Py_DECREF(level);
+        level = up;
+    }
+    Py_XDECREF(level);
+    Py_XDECREF(result);
+    return NULL;
+}
+
+/* Reduce n nodes held in `buf` (overwritten) to the root, written to buf's first 32 bytes. */
+static void reduce_to_root(unsigned char *buf, Py_ssize_t n) {
+    while (n > 1) n = level_up(buf, n, buf);
+}
+
+/* root(leaves) -> bytes: the tree's root (32 bytes). */
+static PyObject *root(PyObject *self, PyObject *args) {
+    Py_buffer leaves;
+    if (!PyArg_ParseTuple(args, "y*", &leaves)) return NULL;
+    if (!whole_words(leaves.len, "root")) {
+        PyBuffer_Release(&leaves);
+        return NULL;
+    }
+    unsigned char *buf = PyMem_Malloc(leaves.len);
+    if (buf == NULL) {
+        PyBuffer_Release(&leaves);
+        return PyErr_NoMemory();
+    }
+    memcpy(buf, leaves.buf, leaves.len);
+    Py_ssize_t n = leaves.len / 32;
+    PyBuffer_Release(&leaves);
+    Py_BEGIN_ALLOW_THREADS
+    reduce_to_root(buf, n);
+    Py_END_ALLOW_THREADS
+    PyObject *out = PyBytes_FromStringAndSize((char *)buf, 32);
+    PyMem_Free(buf);
+    return out;
+}
+
+/* chunks_root(data, first) -> bytes: root(chunk_leaves(data, first)) without the leaves leaving C. */
+static PyObject *chunks_root(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    unsigned long long first;
+    if (!PyArg_ParseTuple(args, "y*K", &data, &first)) return NULL;
+    if (!whole_words(data.len, "chunks_root")) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    unsigned char *buf = PyMem_Malloc(data.len);
+    if (buf == NULL) {
+        PyBuffer_Release(&data);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t n = data.len / 32;
+    Py_BEGIN_ALLOW_THREADS
+    chunk_leaves_into(data.buf, n, first, buf);
+    reduce_to_root(buf, n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    PyObject *out = PyBytes_FromStringAndSize((char *)buf, 32);
+    PyMem_Free(buf);
+    return out;
+}
+
+/* use_simd(on) -> bool: take the AVX2 permutation where the processor has it (on), else the baseline; returns
+ * whether the AVX2 one is in use. The tests run both against the Python trees. */
+static void choose_permutation(int simd) {
+    permute = permute_baseline;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (simd && __builtin_cpu_supports("avx2")) permute = permute_avx2;
+#endif
+}
+
+static PyObject *use_simd(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    choose_permutation(on);
+    return PyBool_FromLong(permute != permute_baseline);
+}
+
+static PyMethodDef METHODS[] = {
+    {"use_simd", use_simd, METH_VARARGS, "Take the AVX2 permutation where there is one (True) or the baseline."},
+    {"chunk_leaves", chunk_leaves, METH_VARARGS, "keccak256(uint256(first + k) ++ chunk k) per 32-byte chunk."},
+    {"levels", levels, METH_VARARGS, "Every level of the commutative keccak tree over 32-byte leaves."},
+    {"root", root, METH_VARARGS, "The root of the commutative keccak tree over 32-byte leaves."},
+    {"chunks_root", chunks_root, METH_VARARGS, "root(chunk_leaves(data, first))."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_merkle_native", NULL, -1, METHODS};
+
+PyMODINIT_FUNC PyInit__merkle_native(void) {
+    choose_permutation(1);
+    return PyModule_Create(&MODULE);
+}
