@@ -192,28 +192,37 @@ static void reduce_to_root(unsigned char *buf, Py_ssize_t n) {
     while (n > 1) n = level_up(buf, n, buf);
 }
 
+/* The root over the 32-byte words of `input`: the words are the leaves, or with `chunks` the chunks whose leaves
+ * (numbered from `first`) are hashed first. Releases `input`. */
+static PyObject *root_of(Py_buffer *input, int chunks, unsigned long long first, const char *what) {
+    if (!whole_words(input->len, what)) {
+        PyBuffer_Release(input);
+        return NULL;
+    }
+    unsigned char *buf = PyMem_Malloc(input->len);
+    if (buf == NULL) {
+        PyBuffer_Release(input);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t n = input->len / 32;
+    Py_BEGIN_ALLOW_THREADS
+    if (chunks)
+        chunk_leaves_into(input->buf, n, first, buf);
+    else
+        memcpy(buf, input->buf, input->len);
+    reduce_to_root(buf, n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(input);
+    PyObject *out = PyBytes_FromStringAndSize((char *)buf, 32);
+    PyMem_Free(buf);
+    return out;
+}
+
 /* root(leaves) -> bytes: the tree's root (32 bytes). */
 static PyObject *root(PyObject *self, PyObject *args) {
     Py_buffer leaves;
     if (!PyArg_ParseTuple(args, "y*", &leaves)) return NULL;
-    if (!whole_words(leaves.len, "root")) {
-        PyBuffer_Release(&leaves);
-        return NULL;
-    }
-    unsigned char *buf = PyMem_Malloc(leaves.len);
-    if (buf == NULL) {
-        PyBuffer_Release(&leaves);
-        return PyErr_NoMemory();
-    }
-    memcpy(buf, leaves.buf, leaves.len);
-    Py_ssize_t n = leaves.len / 32;
-    PyBuffer_Release(&leaves);
-    Py_BEGIN_ALLOW_THREADS
-    reduce_to_root(buf, n);
-    Py_END_ALLOW_THREADS
-    PyObject *out = PyBytes_FromStringAndSize((char *)buf, 32);
-    PyMem_Free(buf);
-    return out;
+    return root_of(&leaves, 0, 0, "root");
 }
 
 /* chunks_root(data, first) -> bytes: root(chunk_leaves(data, first)) without the leaves leaving C. */
@@ -221,24 +230,7 @@ static PyObject *chunks_root(PyObject *self, PyObject *args) {
     Py_buffer data;
     unsigned long long first;
     if (!PyArg_ParseTuple(args, "y*K", &data, &first)) return NULL;
-    if (!whole_words(data.len, "chunks_root")) {
-        PyBuffer_Release(&data);
-        return NULL;
-    }
-    unsigned char *buf = PyMem_Malloc(data.len);
-    if (buf == NULL) {
-        PyBuffer_Release(&data);
-        return PyErr_NoMemory();
-    }
-    Py_ssize_t n = data.len / 32;
-    Py_BEGIN_ALLOW_THREADS
-    chunk_leaves_into(data.buf, n, first, buf);
-    reduce_to_root(buf, n);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&data);
-    PyObject *out = PyBytes_FromStringAndSize((char *)buf, 32);
-    PyMem_Free(buf);
-    return out;
+    return root_of(&data, 1, first, "chunks_root");
 }
 
 /* use_simd(on) -> bool: take the AVX2 permutation where the processor has it (on), else the baseline; returns
