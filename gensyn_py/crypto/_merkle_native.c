@@ -233,8 +233,7 @@ static PyObject *chunks_root(PyObject *self, PyObject *args) {
     return root_of(&data, 1, first, "chunks_root");
 }
 
-/* use_simd(on) -> bool: take the AVX2 permutation where the processor has it (on), else the baseline; returns
- * whether the AVX2 one is in use. The tests run both against the Python trees. */
+/* The AVX2 permutation where `simd` is asked for and the processor has it, else the baseline. */
 static void choose_permutation(int simd) {
     permute = permute_baseline;
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -243,6 +242,8 @@ static void choose_permutation(int simd) {
 #endif
 }
 
+/* use_simd(on) -> bool: choose_permutation(on); returns whether the AVX2 one is in use. The tests run both
+ * permutations against the Python trees. */
 static PyObject *use_simd(PyObject *self, PyObject *args) {
     int on;
     if (!PyArg_ParseTuple(args, "p", &on)) return NULL;

@@ -19,7 +19,6 @@ try:
 except ImportError:  # built without a C compiler: the Python trees below
     _c = None
 
-NATIVE = _c is not None
 WORD = 32
 
 

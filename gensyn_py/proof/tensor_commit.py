@@ -38,17 +38,12 @@ def _header(arr: np.ndarray[Any, Any]) -> bytes:
 def tensor_leaves(arr: np.ndarray[Any, Any]) -> list[bytes]:
     """keccak256(uint256 chunk index ++ 32 bytes) per 32-byte chunk of the little-endian element bytes,
     the last chunk zero-padded (one zero chunk for an empty tensor)."""
-    return _leaves(_padded(_raw(arr)))
+    return native_merkle.chunk_leaves(_padded(_raw(arr)))
 
 
 def _padded(raw: bytes) -> bytes:
     """Element bytes zero-padded to whole chunks (one zero chunk for none): the data the leaves hold."""
     return raw + bytes(-len(raw) % CHUNK or (CHUNK if not raw else 0))
-
-
-def _leaves(data: bytes, first: int = 0) -> list[bytes]:
-    """The leaves of whole chunks `data`, chunk k of it being the tensor's chunk `first` + k."""
-    return native_merkle.chunk_leaves(data, first)
 
 
 # Data roots (the Merkle root of the chunk leaves, before the header) by content key (``_content_key``): whoever
