@@ -4,7 +4,7 @@ pragma solidity ^0.8.24;
 import {Float32} from "./Float32.sol";
 import {TraceProofs} from "./TraceProofs.sol";
 import {ITraceProofs} from "../interfaces/ITraceProofs.sol";
-import {ElementCheck, OpOpening, TensorRef} from "../types/Trace.sol";
+import {ElementCheck, ElementOpening, OpOpening, TensorRef} from "../types/Trace.sol";
 
 /// @title ElementStep: the last move of a repro dispute over an elementwise op, recomputed on-chain.
 /// @notice When a dispute has narrowed to one output element of one elementwise op of a traced step (docs/repro.md
@@ -67,18 +67,22 @@ library ElementStep {
         uint256 no = outShape.length;
         uint256 ni = inShape.length;
         if (ni > no) revert ITraceProofs.BadBroadcast(no, ni);
+        uint256 lead = no - ni; // leading output dims the input does not have: they move no input index
         uint256 rest = element;
         uint256 stride = 1;
-        for (uint256 d = no; d > 0; --d) {
-            uint256 size = outShape[d - 1];
-            uint256 at = rest % size;
-            rest /= size;
-            if (d + ni <= no) continue; // a leading output dim the input does not have
-            uint256 s = inShape[d - 1 + ni - no];
+        for (uint256 d = no; d > lead;) {
+            unchecked {
+                --d; // d > lead >= 0
+            }
+            uint256 size = outShape[d];
+            uint256 s = inShape[d - lead];
             // INVARIANT: an input dim broadcasts only from 1; otherwise it equals the output's.
-            if (s != 1 && s != size) revert ITraceProofs.BadBroadcast(no, ni);
-            if (s != 1) index += at * stride;
-            stride *= s;
+            if (s != 1) {
+                if (s != size) revert ITraceProofs.BadBroadcast(no, ni);
+                index += (rest % size) * stride;
+                stride *= s;
+            }
+            rest /= size;
         }
     }
 
@@ -212,16 +216,20 @@ library ElementStep {
 
     /// @dev The input elements output element `c.outEl.element` reads, each proven against its input root.
     function _operands(ElementCheck calldata c) private pure returns (uint256[] memory x, uint256[] memory dtypes) {
+        // Each nested calldata member read once: every access through `c` decodes and checks its offsets again.
+        uint256[] calldata outShape = c.out.shape;
+        uint256 element = c.outEl.element;
         uint256 count = c.ins.length;
         x = new uint256[](count);
         dtypes = new uint256[](count);
         for (uint256 j; j < count; ++j) {
             TensorRef calldata t = c.ins[j];
+            ElementOpening calldata opening = c.inEls[j];
             // INVARIANT: each operand is the committed input tensor, opened where the output element reads it.
             if (t.root != c.op.inputs[j].root) revert ITraceProofs.InputRootMismatch(j);
-            uint256 want = broadcastIndex(c.out.shape, t.shape, c.outEl.element);
-            if (c.inEls[j].element != want) revert ITraceProofs.WrongOperand(c.inEls[j].element, want);
-            x[j] = TraceProofs.elementBits(t, c.inEls[j]);
+            uint256 want = broadcastIndex(outShape, t.shape, element);
+            if (opening.element != want) revert ITraceProofs.WrongOperand(opening.element, want);
+            x[j] = TraceProofs.elementBits(t, opening);
             dtypes[j] = t.dtype;
         }
     }

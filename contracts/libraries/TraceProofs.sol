@@ -4,7 +4,15 @@ pragma solidity ^0.8.24;
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {Strings} from "@openzeppelin/contracts/utils/Strings.sol";
 import {ITraceProofs} from "../interfaces/ITraceProofs.sol";
-import {DotStep, DotStepValues, ElementOpening, OpOpening, PartialOpening, TensorRef} from "../types/Trace.sol";
+import {
+    DotStep,
+    DotStepValues,
+    ElementOpening,
+    OpInput,
+    OpOpening,
+    PartialOpening,
+    TensorRef
+} from "../types/Trace.sol";
 
 /// @title TraceProofs: checks that the operands a dispute recomputes from are the ones the parties committed to.
 /// @notice The on-chain side of the commitments of docs/repro.md section 6 (`gensyn_py/proof/tensor_commit.py`,
@@ -51,13 +59,27 @@ library TraceProofs {
     }
 
     /// @notice keccak256(uint256 dtype ++ uint256 ndim ++ uint256 dims... ++ dataRoot), as `tensor_root`.
-    function tensorRoot(uint256 dtype, uint256[] calldata shape, bytes32 dataRoot) internal pure returns (bytes32) {
-        return keccak256(abi.encodePacked(dtype, shape.length, shape, dataRoot));
+    /// @dev Hashed from memory past the free pointer, which it does not move: no array is allocated and copied (a
+    ///      deciding move opens up to four tensors).
+    function tensorRoot(uint256 dtype, uint256[] calldata shape, bytes32 dataRoot) internal pure returns (bytes32 h) {
+        assembly ("memory-safe") {
+            let ptr := mload(0x40)
+            let dims := mul(shape.length, 0x20)
+            mstore(ptr, dtype)
+            mstore(add(ptr, 0x20), shape.length)
+            calldatacopy(add(ptr, 0x40), shape.offset, dims)
+            mstore(add(add(ptr, 0x40), dims), dataRoot)
+            h := keccak256(ptr, add(dims, 0x60))
+        }
     }
 
     /// @notice Leaf c of a tensor's data tree: keccak256(uint256 c ++ 32-byte chunk c).
-    function chunkLeaf(uint256 chunkIndex, bytes32 chunk) internal pure returns (bytes32) {
-        return keccak256(abi.encodePacked(chunkIndex, chunk));
+    function chunkLeaf(uint256 chunkIndex, bytes32 chunk) internal pure returns (bytes32 h) {
+        assembly ("memory-safe") {
+            mstore(0x00, chunkIndex) // the scratch space: 64 bytes, no allocation
+            mstore(0x20, chunk)
+            h := keccak256(0x00, 0x40)
+        }
     }
 
     /// @notice The raw bits of element `o.element` of tensor `t`, proven against `t.root`: float32 and int32 as
@@ -66,36 +88,47 @@ library TraceProofs {
     function elementBits(TensorRef calldata t, ElementOpening calldata o) internal pure returns (uint256 bits) {
         uint256 item = itemSize(t.dtype);
         uint256 n = numel(t.shape);
+        uint256 element = o.element;
         // INVARIANT: only an element inside the committed shape opens (the padding after it is no element).
-        if (o.element >= n) revert ITraceProofs.ElementOutOfRange(o.element, n);
-        uint256 offset = o.element * item;
+        if (element >= n) revert ITraceProofs.ElementOutOfRange(element, n);
+        uint256 offset = element * item;
+        uint256 chunkIndex = o.chunkIndex;
+        bytes32 chunk = o.chunk;
         // INVARIANT: the chunk is the one holding the element; its leaf carries that index (position binding).
-        if (o.chunkIndex != offset / CHUNK_BYTES)
-            revert ITraceProofs.WrongChunkIndex(o.chunkIndex, offset / CHUNK_BYTES);
-        bytes32 dataRoot = MerkleProof.processProofCalldata(o.proof, chunkLeaf(o.chunkIndex, o.chunk));
+        if (chunkIndex != offset / CHUNK_BYTES) revert ITraceProofs.WrongChunkIndex(chunkIndex, offset / CHUNK_BYTES);
+        bytes32 dataRoot = MerkleProof.processProofCalldata(o.proof, chunkLeaf(chunkIndex, chunk));
         bytes32 computed = tensorRoot(t.dtype, t.shape, dataRoot);
         // INVARIANT: the chunk, the dtype and the shape are the committed ones.
         if (computed != t.root) revert ITraceProofs.TensorRootMismatch(computed, t.root);
-        uint256 at = offset % CHUNK_BYTES;
-        for (uint256 b; b < item; ++b) bits |= uint256(uint8(o.chunk[at + b])) << (8 * b);
+        unchecked {
+            // The element's `item` bytes, big-endian in the word from byte `at` on, read back little-endian.
+            uint256 word = uint256(chunk) >> (8 * (CHUNK_BYTES - (offset % CHUNK_BYTES) - item));
+            for (uint256 b; b < item; ++b) bits |= ((word >> (8 * (item - 1 - b))) & 0xff) << (8 * b);
+        }
     }
 
     // ---- ops ----
 
     /// @notice keccak256(uint256 i ++ codeHash ++ attrsHash ++ (uint256 id ++ root) per input ++ output root),
     ///         as `Trace.op_leaf`.
-    function opLeaf(OpOpening calldata o) internal pure returns (bytes32) {
-        uint256 n = o.inputs.length;
-        bytes32[] memory words = new bytes32[](4 + 2 * n);
-        words[0] = bytes32(o.index);
-        words[1] = o.codeHash;
-        words[2] = o.attrsHash;
-        for (uint256 j; j < n; ++j) {
-            words[3 + 2 * j] = bytes32(o.inputs[j].id);
-            words[4 + 2 * j] = o.inputs[j].root;
+    /// @dev Hashed from memory past the free pointer, which it does not move; the (id, root) pairs are one static
+    ///      calldata array, copied as they lie.
+    function opLeaf(OpOpening calldata o) internal pure returns (bytes32 h) {
+        OpInput[] calldata inputs = o.inputs;
+        uint256 index = o.index;
+        bytes32 code = o.codeHash;
+        bytes32 attrs = o.attrsHash;
+        bytes32 output = o.outputRoot;
+        assembly ("memory-safe") {
+            let ptr := mload(0x40)
+            let pairs := mul(inputs.length, 0x40)
+            mstore(ptr, index)
+            mstore(add(ptr, 0x20), code)
+            mstore(add(ptr, 0x40), attrs)
+            calldatacopy(add(ptr, 0x60), inputs.offset, pairs)
+            mstore(add(add(ptr, 0x60), pairs), output)
+            h := keccak256(ptr, add(pairs, 0x80))
         }
-        words[3 + 2 * n] = o.outputRoot;
-        return keccak256(abi.encodePacked(words));
     }
 
     /// @notice Whether op leaf `o` is leaf `o.index` of `traceRoot` (the index is inside the leaf).
@@ -106,8 +139,12 @@ library TraceProofs {
     // ---- the prefix sums of a dot element ----
 
     /// @notice Leaf k of a dot element's prefix-sum tree: keccak256(uint256 k ++ int256 partial[k]).
-    function partialLeaf(uint256 k, int256 value) internal pure returns (bytes32) {
-        return keccak256(abi.encodePacked(k, value));
+    function partialLeaf(uint256 k, int256 value) internal pure returns (bytes32 h) {
+        assembly ("memory-safe") {
+            mstore(0x00, k) // the scratch space, as `chunkLeaf`
+            mstore(0x20, value)
+            h := keccak256(0x00, 0x40)
+        }
     }
 
     /// @notice Whether partial[p.k] = p.value in the prefix-sum root of a length-`length` dot element.
