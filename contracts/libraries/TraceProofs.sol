@@ -62,6 +62,7 @@ library TraceProofs {
     /// @dev Hashed from memory past the free pointer, which it does not move: no array is allocated and copied (a
     ///      deciding move opens up to four tensors).
     function tensorRoot(uint256 dtype, uint256[] calldata shape, bytes32 dataRoot) internal pure returns (bytes32 h) {
+        // solhint-disable-next-line no-inline-assembly
         assembly ("memory-safe") {
             let ptr := mload(0x40)
             let dims := mul(shape.length, 0x20)
@@ -75,6 +76,7 @@ library TraceProofs {
 
     /// @notice Leaf c of a tensor's data tree: keccak256(uint256 c ++ 32-byte chunk c).
     function chunkLeaf(uint256 chunkIndex, bytes32 chunk) internal pure returns (bytes32 h) {
+        // solhint-disable-next-line no-inline-assembly
         assembly ("memory-safe") {
             mstore(0x00, chunkIndex) // the scratch space: 64 bytes, no allocation
             mstore(0x20, chunk)
@@ -119,6 +121,7 @@ library TraceProofs {
         bytes32 code = o.codeHash;
         bytes32 attrs = o.attrsHash;
         bytes32 output = o.outputRoot;
+        // solhint-disable-next-line no-inline-assembly
         assembly ("memory-safe") {
             let ptr := mload(0x40)
             let pairs := mul(inputs.length, 0x40)
@@ -140,6 +143,7 @@ library TraceProofs {
 
     /// @notice Leaf k of a dot element's prefix-sum tree: keccak256(uint256 k ++ int256 partial[k]).
     function partialLeaf(uint256 k, int256 value) internal pure returns (bytes32 h) {
+        // solhint-disable-next-line no-inline-assembly
         assembly ("memory-safe") {
             mstore(0x00, k) // the scratch space, as `chunkLeaf`
             mstore(0x20, value)
