@@ -29,7 +29,7 @@ from gensyn_py.proof.step_program import ops_root
 from gensyn_py.proof.step_side import StepSide
 from gensyn_py.proof.step_table import StepTable, batch_root_of
 from gensyn_py.proof.step_trace import trace_step
-from gensyn_py.proof.tensor_commit import DataRoots, tensor_root
+from gensyn_py.proof.tensor_commit import DataRoots, tensor_roots
 from gensyn_py.proof.trace import Trace, TraceError, TracingBackend
 from gensyn_py.proof.transcript_positions import Positions, loss_bytes
 
@@ -138,7 +138,7 @@ def entries(state: Mapping[str, np.ndarray[Any, Any]], data: DataRoots | None = 
     """(key hashes, tensor roots) of a state, in the state tree's order (``ISegmentGame.StateEntries``); the data
     roots looked up in and kept in `data` when given."""
     keys = state_keys(state)
-    return [key_hash(k) for k in keys], [tensor_root(state[k], data) for k in keys]
+    return [key_hash(k) for k in keys], tensor_roots([state[k] for k in keys], data)
 
 
 class StateRoots(LazyRoots):

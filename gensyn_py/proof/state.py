@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.crypto.merkle import merkle_proof, merkle_root
 from gensyn_py.errors import VerificationError
-from gensyn_py.proof.tensor_commit import DataRoots, tensor_root
+from gensyn_py.proof.tensor_commit import DataRoots, tensor_root, tensor_roots
 from gensyn_py.proof.trace import attrs_hash
 
 if TYPE_CHECKING:
@@ -77,7 +77,11 @@ def key_hash(key: str) -> bytes:
 def state_entry(key: str, tensor: np.ndarray[Any, Any], data: DataRoots | None = None) -> bytes:
     """The state tree's leaf of tensor `key`: a step trace's input leaf of the same name and value (its data root
     looked up in and kept in `data` when given)."""
-    return keccak256(key_hash(key) + tensor_root(tensor, data))
+    return _entry(key, tensor_root(tensor, data))
+
+
+def _entry(key: str, root: bytes) -> bytes:
+    return keccak256(key_hash(key) + root)
 
 
 def state_keys(tensors: Mapping[str, Any]) -> list[str]:
@@ -88,7 +92,10 @@ def state_keys(tensors: Mapping[str, Any]) -> list[str]:
 def _entries(tensors: Mapping[str, np.ndarray[Any, Any]], data: DataRoots | None = None) -> list[bytes]:
     if not tensors:
         raise VerificationError("a state holds at least one tensor")
-    return [state_entry(k, tensors[k], data) for k in state_keys(tensors)]
+    keys = state_keys(tensors)
+    # The tensors' roots in one batch (``tensor_roots``: hashed across the cores when large).
+    roots = tensor_roots([tensors[k] for k in keys], data)
+    return [_entry(k, root) for k, root in zip(keys, roots, strict=True)]
 
 
 def state_root(tensors: Mapping[str, np.ndarray[Any, Any]], data: DataRoots | None = None) -> bytes:

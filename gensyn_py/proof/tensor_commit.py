@@ -8,6 +8,9 @@ Merkle path (``crypto.merkle``, OpenZeppelin-compatible).
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -50,6 +53,9 @@ def _padded(raw: bytes) -> bytes:
 # holds one hashes a tensor's bytes once however many tensors carry them (a reshape's output and its input, a
 # state's tensor and the trace input or output that reads or writes it).
 DataRoots: TypeAlias = dict[bytes, bytes]
+# Threads hashing a batch of trees (``tensor_roots``), and the batch's size from which they pay.
+_HASH_WORKERS = min(4, os.cpu_count() or 1)
+_PARALLEL_BYTES = 1 << 20
 
 
 def _content_key(data: bytes) -> bytes:
@@ -62,15 +68,15 @@ def _data_root(raw: bytes, data: DataRoots | None) -> bytes:
     return native_merkle.chunks_root(_padded(raw)) if data is None else _kept_root(_padded(raw), data)
 
 
-def _kept_root(chunks: bytes, data: DataRoots) -> bytes:
+def _kept_root(chunks: bytes, data: DataRoots, key: bytes | None = None) -> bytes:
     """The data root of whole chunks, looked up in and kept in `data`.
 
     A tree of n chunks, n not a power of two, is ``hash_pair`` of the complete tree over its first m chunks (m the
     largest power of two below n) and the tree over the rest (whose odd nodes are promoted as in the whole tree;
     ``crypto.merkle``).  That first subtree is the data root of those m chunks on their own, so it is looked up as
     one: a step's flat parameter vector (and every elementwise update of it) starts with the bytes of its first
-    parameter, and their trees share that subtree."""
-    key = _content_key(chunks)
+    parameter, and their trees share that subtree. `key` is the chunks' content key where the caller has it."""
+    key = _content_key(chunks) if key is None else key
     root = data.get(key)
     if root is None:
         n = len(chunks) // CHUNK
@@ -90,11 +96,21 @@ def tensor_root(arr: np.ndarray[Any, Any], data: DataRoots | None = None) -> byt
     return keccak256(header + _data_root(_raw(arr), data))
 
 
-def tensor_roots(arrs: list[np.ndarray[Any, Any]], data: DataRoots | None = None) -> list[bytes]:
+def tensor_roots(arrs: Sequence[np.ndarray[Any, Any]], data: DataRoots | None = None) -> list[bytes]:
     """``tensor_root`` of each array; arrays with the same bytes (a reshape's output and its input, a copy) share
-    one data tree, hashed once, in `data` when given (kept for later calls) or else for this call."""
+    one data tree, hashed once, in `data` when given (kept for later calls) or else for this call.
+
+    The distinct trees not in `data` are hashed on every core when they are large enough to pay for the threads:
+    the native trees release the GIL, and a step's trace or a state of a large model is hundreds of megabytes of
+    chunks (two threads halve a side's hashing on two cores)."""
     data = {} if data is None else data
-    return [tensor_root(arr, data) for arr in arrs]
+    chunks = [_padded(_raw(arr)) for arr in arrs]
+    keys = [_content_key(c) for c in chunks]
+    todo = {k: c for k, c in zip(keys, chunks, strict=True) if k not in data}
+    if _HASH_WORKERS > 1 and sum(map(len, todo.values())) >= _PARALLEL_BYTES:
+        with ThreadPoolExecutor(_HASH_WORKERS) as pool:
+            list(pool.map(lambda kc: _kept_root(kc[1], data, kc[0]), todo.items()))
+    return [keccak256(_header(arr) + _kept_root(c, data, k)) for arr, c, k in zip(arrs, chunks, keys, strict=True)]
 
 
 def chunk_of(arr: np.ndarray[Any, Any], index: int) -> bytes:
