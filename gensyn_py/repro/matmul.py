@@ -23,8 +23,10 @@ exactly representable when |fl(N)| < 2**53, otherwise through round-to-odd at 53
 RNE conversion (see round_parts).  One GEMM of the whole integers is already exact (every partial sum
 below 2**53) when K <= 32, or when the largest L1 norm of a row of the aligned A (or of a column of the
 aligned B) is at most 2**29; that is checked per call and the split is skipped.  3-D inputs are a batch of
-independent products (the rule per leading index).  The NumPy reference (reference.py) computes N with
-an int64 matmul and rounds with Python integers.
+independent products (the rule per leading index).  Large 2-D products on CUDA compute N from its
+residues modulo eight small moduli by int8 tensor-core GEMMs instead (crt_matmul.py), same bits.  The
+NumPy reference (reference.py) computes N with an int64 matmul and rounds
+with Python integers.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import math
 import torch
 from torch import Tensor
 
+from gensyn_py.repro.crt_matmul import crt_matmul
 from gensyn_py.repro.opset import MAX_K
 
 F32 = torch.float32
@@ -43,6 +46,10 @@ F64 = torch.float64
 
 SMALL_K = 32
 SLICE_BITS = 12
+# Products of at least this many multiply-adds (M * K * N) take the int8 residue path on CUDA, where
+# tensor cores run eight int8 GEMMs faster than two float64 ones (crt_matmul.py; measured in
+# bench/repro.py).  CPUs keep the float64 path: their int8 GEMM is no faster without VNNI.
+CRT_MIN_WORK = 2**24
 
 
 _SMALL: dict[tuple[str, torch.device], Tensor] = {}
@@ -174,6 +181,11 @@ def repro_matmul(a: Tensor, b: Tensor) -> Tensor:
     return torch.where(nan, torch.full_like(c, torch.nan), c)
 
 
+def _crt_wanted(ra: Tensor, rb: Tensor) -> bool:
+    """Whether the exact product goes through int8 residues (same bits either way; a speed choice)."""
+    return ra.is_cuda and ra.dim() == 2 and ra.shape[0] * ra.shape[1] * rb.shape[1] >= CRT_MIN_WORK
+
+
 def _finite_rule(a: Tensor, b: Tensor) -> Tensor:
     ra, ca = _rounded(a, -1)
     rb, cb = _rounded(b, -2)
@@ -184,6 +196,8 @@ def _finite_rule(a: Tensor, b: Tensor) -> Tensor:
         mm = torch.mm(ra, rb) if ra.dim() == 2 else torch.matmul(ra, rb)
         return torch.add(mm, _scalar("zero", a.device)).float()  # + 0.0: N = 0 gives +0
     ua, ub = _unit(ca), _unit(cb)
+    if _crt_wanted(ra, rb):
+        return crt_matmul(ra, ua, rb, ub)
     s_hi, s_lo = integer_parts(torch.div(ra, ua), torch.div(rb, ub))  # r / u: the aligned integers, exact
     return round_parts(s_hi, s_lo, ua, ub)
 
