@@ -76,15 +76,23 @@ def parts(n: int) -> dict[str, float]:
     ra, ca = M._rounded(a, -1)
     rb, cb = M._rounded(b, -2)
     ua, ub = M._unit(ca), M._unit(cb)
-    consts = C._constants(a.device)
     prep = C._kernel("residues", C.residues, True)
-    xa, xb = prep(ra, ua, consts[0]), prep(rb, ub, consts[0])
-    p = C.residue_products(xa, xb)
+    xa, xbt = prep(ra, ua), prep(rb.t(), ub.t())
+    p = C.residue_products(xa, xbt)
     epi = C._kernel("epilogue", C._epilogue, True)
     return {"align_ms": cuda_time(lambda: (M._rounded(a, -1), M._rounded(b, -2)), 10) * 1e3,
-            "residues_ms": cuda_time(lambda: (prep(ra, ua, consts[0]), prep(rb, ub, consts[0])), 10) * 1e3,
-            "gemms_ms": cuda_time(lambda: C.residue_products(xa, xb), 10) * 1e3,
-            "epilogue_ms": cuda_time(lambda: epi(p, ua, ub, *consts), 10) * 1e3}
+            "residues_ms": cuda_time(lambda: (prep(ra, ua), prep(rb.t(), ub.t())), 10) * 1e3,
+            "gemms_ms": cuda_time(lambda: C.residue_products(xa, xbt), 10) * 1e3,
+            "epilogue_ms": cuda_time(lambda: epi(p, ua, ub), 10) * 1e3}
+
+
+def int_mm_layouts(n: int) -> dict[str, float]:
+    """TOPS of one int8 GEMM n^3 (torch._int_mm) with B row-major against B K-contiguous."""
+    x = torch.randint(-128, 128, (n, n), dtype=torch.int8, device="cuda")
+    y = torch.randint(-128, 128, (n, n), dtype=torch.int8, device="cuda")
+    ops = 2 * n**3 / 1e12
+    return {"int_mm_tops_b_row_major": ops / cuda_time(lambda: torch._int_mm(x, y), 10),
+            "int_mm_tops_b_k_contiguous": ops / cuda_time(lambda: torch._int_mm(x, y.t()), 10)}
 
 
 def main() -> None:
@@ -116,7 +124,7 @@ def main() -> None:
         print(f"{m}x{k}x{n}: torch fp32 {t * 1e3:.3f} ms | exact: float64 {f64 * 1e3:.3f} ms (x{f64 / t:.2f}), "
               f"int8 {i8 * 1e3:.3f} ms (x{i8 / t:.2f}), default {default * 1e3:.3f} ms (x{default / t:.2f}) | "
               f"bits equal CPU: {eq}")
-    split = parts(4096)
+    split = {**parts(4096), **int_mm_layouts(4096)}
     print("int8 path at 4096^3: " + ", ".join(f"{k} {v:.3f}" for k, v in split.items()))
     big = next(r for r in rows if r["m"] == r["k"] == r["n"] == 4096)
     wins = [r["m"] * r["k"] * r["n"] for r in rows if r["int8_ms"] < r["float64_ms"]]

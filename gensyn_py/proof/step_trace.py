@@ -44,9 +44,11 @@ def _trace(trainer: Trainer, rt: ReproStep, tracer: TracingBackend | None) -> Tr
     from gensyn_py.repro.backend import TORCH
     from gensyn_py.train.repro_step import FLAT_KEYS, train_step, unflatten
 
-    prog, state = rt.prog, trainer.state_dict()
+    prog = rt.prog
     flat_keys = FLAT_KEYS[prog.optimizer.name]
     x, y = trainer.batch(trainer.step)
+    # state_dict() is on CPU (what a checkpoint holds); the step runs where the batch is (a CUDA trainer)
+    state = {k: v.to(x.device) for k, v in trainer.state_dict().items() if k.startswith(("model/", "optim/"))}
     tb = TracingBackend(TORCH) if tracer is None else tracer
     be = tb.backend
 

@@ -51,18 +51,23 @@ def _wrapped(x: int) -> int:
     return x - 2**64 if x >= 2**63 else x
 
 
-def residues(r: Tensor, u: Tensor, mod: Tensor) -> Tensor:
+def residues(r: Tensor, u: Tensor) -> Tensor:
     """int8 residues of the aligned integers r / u (r: entries rounded to their block unit u, float64, so
     r / u is an exact integer below 2**24) modulo each modulus, centred into [-128, 127] (any centring
-    that fits int8 gives the same products modulo m); shape (len(MODULI), *r.shape)."""
-    q = torch.div(r, u).to(I32).unsqueeze(0)
-    x = torch.remainder(q, mod.to(I32))  # [0, m)
-    return torch.where(x > 127, x - mod.to(I32), x).to(I8)
+    that fits int8 gives the same products modulo m); shape (len(MODULI), *r.shape).  The moduli are
+    Python constants, so a compiled kernel divides by constants (a multiply and a shift), not by tensors."""
+    q = torch.div(r, u).to(I32)
+    out = []
+    for m in MODULI:
+        x = torch.remainder(q, m)  # [0, m)
+        out.append(torch.where(x > 127, x - m, x).to(I8))
+    return torch.stack(out)
 
 
-def _int8_gemm(a: Tensor, b: Tensor, out: Tensor) -> None:
-    """out = a @ b for int8 a (M, K) and b (K, N) into int32 out, exactly."""
-    torch._int_mm(a, b, out=out)
+def _int8_gemm(a: Tensor, bt: Tensor, out: Tensor) -> None:
+    """out = a @ bt.T for int8 a (M, K) and bt (N, K) into int32 out, exactly.  Both operands are
+    K-contiguous: the layout integer tensor cores take without a copy (cuBLASLt's "TN")."""
+    torch._int_mm(a, bt.t(), out=out)
 
 
 def _padded(x: Tensor, rows: int, cols: int) -> Tensor:
@@ -71,46 +76,36 @@ def _padded(x: Tensor, rows: int, cols: int) -> Tensor:
     return x if pr == 0 and pc == 0 else torch.nn.functional.pad(x, (0, pc, 0, pr))
 
 
-def residue_products(ra: Tensor, rb: Tensor) -> Tensor:
-    """P[i] = ra[i] @ rb[i] (int32, exact) for stacked int8 residues ra (n, M, K) and rb (n, K, N).
+def residue_products(ra: Tensor, rbt: Tensor) -> Tensor:
+    """P[i] = ra[i] @ rbt[i].T (int32, exact) for stacked int8 residues ra (n, M, K) and rbt (n, N, K).
 
     CUDA's int8 GEMM wants M > 16 and K, N multiples of 8: the operands are zero-padded to that and the
     padding cut from the result."""
     n, m, k = ra.shape
-    cols = rb.shape[-1]
+    cols = rbt.shape[1]
     if ra.is_cuda:
         m_p, k_p, n_p = max(m, 17), -(-max(k, 16) // 8) * 8, -(-max(cols, 8) // 8) * 8
     else:
         m_p, k_p, n_p = m, k, cols
-    a_p, b_p = _padded(ra, m_p, k_p), _padded(rb, k_p, n_p)
+    a_p, b_p = _padded(ra, m_p, k_p), _padded(rbt, n_p, k_p)
     out = torch.empty((n, m_p, n_p), dtype=I32, device=ra.device)
     for i in range(n):
         _int8_gemm(a_p[i], b_p[i], out[i])
     return out[:, :m, :cols]
 
 
-_CONSTS: dict[torch.device, tuple[Tensor, ...]] = {}
-
-
-def _constants(device: torch.device) -> tuple[Tensor, ...]:
-    t = _CONSTS.get(device)
-    if t is None:
-        shape = (len(MODULI), 1, 1)
-        t = _CONSTS[device] = (
-            torch.tensor(MODULI, dtype=I64, device=device).view(shape),
-            torch.tensor(INVERSES, dtype=I64, device=device).view(shape),
-            torch.tensor([1.0 / m for m in MODULI], dtype=F64, device=device).view(shape),
-            torch.tensor(COFACTORS, dtype=I64, device=device).view(shape),
-            torch.tensor(_wrapped(PRODUCT), dtype=I64, device=device),
-        )
-    return t
-
-
-def reconstruct(p: Tensor, mod: Tensor, inv: Tensor, recip: Tensor, cof: Tensor, product: Tensor) -> Tensor:
-    """N (int64) from the stacked residue products p (n, M, N) by the CRT of the module docstring."""
-    s = torch.remainder(torch.remainder(p.to(I64), mod) * inv, mod)  # s_i in [0, m_i)
-    t = torch.round(torch.sum(s.to(F64) * recip, dim=0))  # nearest integer to sum s_i / m_i
-    return torch.sum(s * cof, dim=0) - t.to(I64) * product  # exact modulo 2**64, and N fits in int64
+def reconstruct(p: Tensor) -> Tensor:
+    """N (int64) from the stacked residue products p (n, M, N) by the CRT of the module docstring (the
+    moduli and CRT constants are Python constants: division by constants, in int32 where it fits)."""
+    t: Tensor | None = None
+    n: Tensor | None = None
+    for i, (m, y, cof) in enumerate(zip(MODULI, INVERSES, COFACTORS, strict=True)):
+        s = torch.remainder(torch.remainder(p[i], m) * y, m)  # s_i in [0, m_i); (P mod m) * y < 2**16
+        ti, ni = s.to(F64) * (1.0 / m), s.to(I64) * cof
+        t, n = (ti, ni) if t is None or n is None else (t + ti, n + ni)
+    assert t is not None and n is not None
+    # T = the nearest integer to sum s_i / m_i; the int64 sum is exact modulo 2**64, and N fits in int64
+    return n - torch.round(t).to(I64) * _wrapped(PRODUCT)
 
 
 def round_int(n: Tensor, ua: Tensor, ub: Tensor) -> Tensor:
@@ -125,8 +120,8 @@ def round_int(n: Tensor, ua: Tensor, ub: Tensor) -> Tensor:
     return ((odd + 0.0) * ua * ub).to(F32)  # + 0.0: -0 -> +0; the scalings are exact in float64
 
 
-def _epilogue(p: Tensor, ua: Tensor, ub: Tensor, *consts: Tensor) -> Tensor:
-    return round_int(reconstruct(p, *consts), ua, ub)
+def _epilogue(p: Tensor, ua: Tensor, ub: Tensor) -> Tensor:
+    return round_int(reconstruct(p), ua, ub)
 
 
 _COMPILED: dict[str, Callable[..., Tensor]] = {}
@@ -161,7 +156,6 @@ def crt_matmul(ra: Tensor, ua: Tensor, rb: Tensor, ub: Tensor) -> Tensor:
     """float32 RNE(N * ua * ub) with N = (ra / ua) @ (rb / ub) exactly, for 2-D entries rounded to their
     block units (float64; ra (M, K) with units ua (M, 1), rb (K, N) with ub (1, N); the aligned integers
     below 2**24, K <= 2**14)."""
-    consts = _constants(ra.device)
     prep = _kernel("residues", residues, ra.is_cuda)
-    p = residue_products(prep(ra, ua, consts[0]), prep(rb, ub, consts[0]))
-    return _kernel("epilogue", _epilogue, ra.is_cuda)(p, ua, ub, *consts)
+    p = residue_products(prep(ra, ua), prep(rb.t(), ub.t()))  # B's residues K-contiguous: (n, N, K)
+    return _kernel("epilogue", _epilogue, ra.is_cuda)(p, ua, ub)

@@ -200,3 +200,15 @@ def test_tracing_refuses_a_tensor_no_traced_op_produced() -> None:
     tb.add(x, x)
     with pytest.raises(TraceError, match="no traced op produced"):
         tb.add(x, torch.ones(3))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("family", ["mlp", "transformer"])
+def test_a_step_traced_on_cuda_equals_the_cpu_trace_op_by_op(family: str) -> None:
+    """The dispute game compares traces by op output roots: a CUDA solver's trace must be a CPU validator's."""
+    spec = tiny_spec(family, mode="repro", steps_per_unit=2, checkpoint_interval=2)
+    cpu = Trainer(spec, dataset_for(family), 0, 0, "cpu")
+    gpu = Trainer(spec, dataset_for(family), 0, 0, "cuda")
+    tc, tg = trace_step(cpu), trace_step(gpu)
+    assert [o.code for o in tc.ops] == [o.code for o in tg.ops]
+    assert tc.root == tg.root
