@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -62,6 +63,19 @@ def residues(r: Tensor, u: Tensor) -> Tensor:
         x = torch.remainder(q, m)  # [0, m)
         out.append(torch.where(x > 127, x - m, x).to(I8))
     return torch.stack(out)
+
+
+def prepare(x: Tensor) -> tuple[Tensor, Tensor]:
+    """The rule's alignment of the rows of x (2-D float32, each row one block: matmul._rounded's
+    arithmetic) as int8 residues of the aligned integers, shape (len(MODULI), *x.shape), and the block
+    units u (rows, 1) in float64.  The block's largest exponent field p = 2**(E - 127) (a float32) gives
+    c = 1.5 * 2**29 * p and u = 2**-23 * p (both exact); fl(x + c) - c is x rounded to a multiple of u.
+    A block of zeros and subnormals (p = 0) has u = 2**-149; a block holding inf or NaN has u = inf, which
+    makes its outputs non-finite (repro_matmul then takes the rule's slow path)."""
+    p = torch.amax(torch.bitwise_and(x.view(I32), 0x7F800000), dim=-1, keepdim=True).view(F32).to(F64)
+    c = p * (1.5 * 2.0**29)
+    u = torch.where(p > 0, p * 2.0**-23, 2.0**-149)
+    return residues(torch.sub(torch.add(x.to(F64), c), c), u), u
 
 
 def _int8_gemm(a: Tensor, bt: Tensor, out: Tensor) -> None:
@@ -124,10 +138,10 @@ def _epilogue(p: Tensor, ua: Tensor, ub: Tensor) -> Tensor:
     return round_int(reconstruct(p), ua, ub)
 
 
-_COMPILED: dict[str, Callable[..., Tensor]] = {}
+_COMPILED: dict[str, Callable[..., Any]] = {}
 
 
-def _kernel(name: str, f: Callable[..., Tensor], cuda: bool) -> Callable[..., Tensor]:
+def _kernel(name: str, f: Callable[..., Any], cuda: bool) -> Callable[..., Any]:
     """f as one fused kernel on CUDA (torch.compile: the residues and the epilogue are a dozen
     elementwise passes over eight matrices each, which unfused cost more than the GEMMs), eager
     elsewhere.  Compilation changes no result: every operation in them is integer arithmetic, exact
@@ -139,7 +153,7 @@ def _kernel(name: str, f: Callable[..., Tensor], cuda: bool) -> Callable[..., Te
     if g is None:
         compiled = torch.compile(f, dynamic=True)
 
-        def guarded(*args: Tensor) -> Tensor:
+        def guarded(*args: Tensor) -> Any:
             try:
                 return compiled(*args)
             except Exception as e:  # any compiler failure: the eager function gives the same bits
@@ -152,10 +166,11 @@ def _kernel(name: str, f: Callable[..., Tensor], cuda: bool) -> Callable[..., Te
     return g
 
 
-def crt_matmul(ra: Tensor, ua: Tensor, rb: Tensor, ub: Tensor) -> Tensor:
-    """float32 RNE(N * ua * ub) with N = (ra / ua) @ (rb / ub) exactly, for 2-D entries rounded to their
-    block units (float64; ra (M, K) with units ua (M, 1), rb (K, N) with ub (1, N); the aligned integers
-    below 2**24, K <= 2**14)."""
-    prep = _kernel("residues", residues, ra.is_cuda)
-    p = residue_products(prep(ra, ua), prep(rb.t(), ub.t()))  # B's residues K-contiguous: (n, N, K)
-    return _kernel("epilogue", _epilogue, ra.is_cuda)(p, ua, ub)
+def crt_matmul(a: Tensor, b: Tensor) -> Tensor:
+    """C = A @ B under the matmul rule (matmul.py) for 2-D float32 a (M, K) and b (K, N), K <= 2**14:
+    aligned, reduced to residues, multiplied on int8 units, reconstructed and rounded once."""
+    prep = _kernel("prepare", prepare, a.is_cuda)
+    xa, ua = prep(a)
+    xbt, ubt = prep(b.t().contiguous())  # B's columns as rows: its residues K-contiguous, (n, N, K)
+    p = residue_products(xa, xbt)
+    return _kernel("epilogue", _epilogue, a.is_cuda)(p, ua, ubt.t())

@@ -181,12 +181,15 @@ def repro_matmul(a: Tensor, b: Tensor) -> Tensor:
     return torch.where(nan, torch.full_like(c, torch.nan), c)
 
 
-def _crt_wanted(ra: Tensor, rb: Tensor) -> bool:
+def _crt_wanted(a: Tensor, b: Tensor) -> bool:
     """Whether the exact product goes through int8 residues (same bits either way; a speed choice)."""
-    return ra.is_cuda and ra.dim() == 2 and ra.shape[0] * ra.shape[1] * rb.shape[1] >= CRT_MIN_WORK
+    work = a.shape[0] * a.shape[1] * b.shape[-1]
+    return a.is_cuda and a.dim() == 2 and a.shape[1] > SMALL_K and work >= CRT_MIN_WORK
 
 
 def _finite_rule(a: Tensor, b: Tensor) -> Tensor:
+    if _crt_wanted(a, b):
+        return crt_matmul(a, b)
     ra, ca = _rounded(a, -1)
     rb, cb = _rounded(b, -2)
     if a.shape[-1] <= SMALL_K or _one_gemm_exact(ra, ca, rb, cb):
@@ -196,8 +199,6 @@ def _finite_rule(a: Tensor, b: Tensor) -> Tensor:
         mm = torch.mm(ra, rb) if ra.dim() == 2 else torch.matmul(ra, rb)
         return torch.add(mm, _scalar("zero", a.device)).float()  # + 0.0: N = 0 gives +0
     ua, ub = _unit(ca), _unit(cb)
-    if _crt_wanted(ra, rb):
-        return crt_matmul(ra, ua, rb, ub)
     s_hi, s_lo = integer_parts(torch.div(ra, ua), torch.div(rb, ub))  # r / u: the aligned integers, exact
     return round_parts(s_hi, s_lo, ua, ub)
 
