@@ -94,6 +94,35 @@ def int_mm_layouts(n: int) -> dict[str, float]:
             "int_mm_tops_b_k_contiguous": ops / cuda_time(lambda: torch._int_mm(x, y.t()), 10)}
 
 
+def large_mlp(hidden: int = 2048, batch: int = 1024, steps: int = 3) -> dict[str, Any]:
+    """A repro MLP large enough for its matmuls to take the int8 path (batch x hidden x hidden), AdamW:
+    the state after `steps` steps on CUDA against CPU (bit equality), and the step time of both modes on
+    CUDA (the repro slowdown where the matmuls, not kernel launches, dominate)."""
+    from gensyn_py.proof.state import state_hash
+    from gensyn_py.train.trainer import Trainer
+    from tests.unit.trainkit import dataset_for, tiny_spec
+
+    adamw = {"name": "adamw", "lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01}
+
+    def trainer(mode: str, device: str) -> Trainer:
+        spec = tiny_spec("mlp", mode=mode, optimizer=adamw, batch_size=batch, steps_per_unit=10**6,
+                         checkpoint_interval=10**6, model={"family": "mlp", "sizes": {"hidden": hidden}})
+        return Trainer(spec, dataset_for("mlp"), 0, 0, device)
+
+    cpu, gpu = trainer("repro", "cpu"), trainer("repro", "cuda")
+    cpu.run(steps)
+    gpu.run(steps)
+    equal = state_hash(cpu.state_dict()) == state_hash(gpu.state_dict())
+    ms = {}
+    for mode in ("repro", "exact"):
+        t = gpu if mode == "repro" else trainer("exact", "cuda")
+        ms[mode] = cuda_time(t.train_step, 10) * 1e3
+    print(f"MLP hidden {hidden}, batch {batch}, AdamW on CUDA: repro {ms['repro']:.2f} ms, exact "
+          f"{ms['exact']:.2f} ms (x{ms['repro'] / ms['exact']:.2f}); state after {steps} steps CPU == CUDA: {equal}")
+    return {"large_mlp_repro_slowdown_gpu": round(ms["repro"] / ms["exact"], 3), "large_mlp_cpu_eq_cuda": equal,
+            "large_mlp_repro_step_ms": round(ms["repro"], 3), "large_mlp_exact_step_ms": round(ms["exact"], 3)}
+
+
 def main() -> None:
     if not torch.cuda.is_available():
         print(json.dumps({"cuda": False}))
@@ -125,6 +154,7 @@ def main() -> None:
               f"bits equal CPU: {eq}")
     split = {**parts(4096), **int_mm_layouts(4096)}
     print("int8 path at 4096^3: " + ", ".join(f"{k} {v:.3f}" for k, v in split.items()))
+    mlp = large_mlp()
     big = next(r for r in rows if r["m"] == r["k"] == r["n"] == 4096)
     wins = [r["m"] * r["k"] * r["n"] for r in rows if r["int8_ms"] < r["float64_ms"]]
     print(json.dumps({
@@ -136,6 +166,7 @@ def main() -> None:
         "crt_first_call_s": round(first_call_s, 2),
         "bits_equal_cpu": all(r["bits_equal_cpu"] for r in rows),
         "int8_parts_4096_ms": {k: round(v, 3) for k, v in split.items()},
+        **mlp,
         "rows": [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
     }))
 
