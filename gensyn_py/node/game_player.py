@@ -198,7 +198,7 @@ class GamePlayer:
 
         content = self.node.content
         return Trainer(content.spec(unit.job_id), content.dataset(unit.job_id), unit.round, unit.shard, "cpu",
-                       content.start_weights(unit.job_id, unit.round))
+                       content.start_weights(unit.job_id, unit.round, unit.shard))
 
     def _earliest_divergence(self, did: int, unit: Unit, manifest: Manifest) -> tuple[int, SegmentSide] | None:
         """The first segment of the unit whose committed end this side's own replay, from the unit's start, does
@@ -224,7 +224,7 @@ class GamePlayer:
             spec, dataset = content.spec(unit.job_id), content.dataset(unit.job_id)
             _, m = content.committed(unit)
             trainer = trainer_at_checkpoint(spec, dataset, self.node.store, m, segment, "cpu",
-                                            content.start_weights(unit.job_id, unit.round))
+                                            content.start_weights(unit.job_id, unit.round, unit.shard))
             flip = self.flip_for(unit) if self.flip_for is not None else None
             side = self._sides[did] = SegmentSide(trainer, self._table(unit), flip)
             self.node.log.info("game.replayed", dispute=did, unit=unit.unit_id, segment=segment)

@@ -341,9 +341,11 @@ class SolverDaemon(NodeDaemon):
             from gensyn_py.proof.aggregation_unit import commit_aggregation
 
             results = self.content.round_results(unit.job_id, unit.round)
-            return commit_aggregation(spec, self.store, unit.job_id, unit.round, results, self.content.timeout)
+            previous = self.content.previous_aggregate(unit.job_id, unit.round)
+            return commit_aggregation(spec, self.store, unit.job_id, unit.round, results, self.content.timeout,
+                                      previous)
         dataset = self.content.dataset(unit.job_id)
-        weights = self.content.start_weights(unit.job_id, unit.round)
+        weights = self.content.start_weights(unit.job_id, unit.round, unit.shard)
         return self.train_unit(unit, epoch, spec, dataset, weights)
 
     def train_unit(self, unit: Unit, epoch: int, spec: JobSpec, dataset: Dataset,

@@ -41,7 +41,7 @@ def checkpoint_losses(content: JobContent, unit: Unit, device: str | None = None
     except VerificationError as e:
         raise VerificationError(f"unit {unit.unit_id}: {e}") from None
     dataset = content.dataset(unit.job_id)
-    start = content.start_weights(unit.job_id, unit.round)
+    start = content.start_weights(unit.job_id, unit.round, unit.shard)
     k = spec.checkpoint_interval
     out: list[tuple[int, float]] = []
     for j in spread(m.num_segments, limit):

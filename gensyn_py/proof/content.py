@@ -7,7 +7,11 @@
   root equals the on-chain root, and its last checkpoint, whose state hash
   (`proof/state.py`) equals the on-chain final state hash;
 - a round's starting weights: none for round 0 (the spec's seeded init),
-  else the previous round's model (its aggregate, or its only unit's result).
+  else the previous round's model (its aggregate, or its only unit's result);
+  with `aggregation.inner_state = carry`, also the optimizer state the unit's
+  shard ended the previous round with;
+- the previous round's aggregation unit, which a `diloco` aggregation starts
+  from.
 
 Specs, datasets and manifests are cached in memory: they never change once
 committed (a reopened unit gets a new commitment, looked up afresh).
@@ -100,12 +104,41 @@ class JobContent:
             raise VerificationError(f"unit {unit.unit_id}'s result does not match its on-chain final state hash")
         return load_weights(data)
 
-    def start_weights(self, job_id: int, round_: int) -> dict[str, torch.Tensor] | None:
-        """The global weights round `round_` starts from (None: the spec's seeded init)."""
+    def start_weights(self, job_id: int, round_: int, shard: int) -> dict[str, torch.Tensor] | None:
+        """What shard `shard`'s unit of round `round_` starts from (None: the spec's seeded init): the
+        global weights, and under `inner_state = carry` the shard's previous optimizer state (`optim/*`)."""
         if round_ == 0:
             return None
         spec = self.spec(job_id)
         previous = self.view.final_unit(job_id, round_, spec.shards)
         if previous is None or previous.status is not UnitStatus.FINAL:
             raise VerificationError(f"job {job_id} round {round_ - 1} has no final result yet")
-        return self.model_of(previous)
+        weights: dict[str, torch.Tensor] = self.model_of(previous)
+        if spec.aggregation.inner_state == "carry":
+            training, _ = self.view.round_units(job_id, round_ - 1)
+            mine = [u for u in training if u.shard == shard]
+            if len(mine) != 1:
+                raise VerificationError(f"job {job_id} round {round_ - 1} has no unit of shard {shard}")
+            weights.update((k, v) for k, v in self.state_of(mine[0]).items() if k.startswith("optim/"))
+        return weights
+
+    def state_of(self, unit: Unit) -> dict[str, torch.Tensor]:
+        """Every tensor of a unit's committed result, verified against its on-chain final state hash."""
+        from gensyn_py.proof.aggregation_unit import load_state
+
+        r = self.result(unit)
+        data = self.store.get(r.cid, self.timeout)
+        if state_hash_of_bytes(data) != r.final_state_hash:
+            raise VerificationError(f"unit {unit.unit_id}'s result does not match its on-chain final state hash")
+        return load_state(data)
+
+    def previous_aggregate(self, job_id: int, round_: int) -> UnitResult | None:
+        """The previous round's aggregation unit's result, which a `diloco` aggregation of round `round_`
+        continues (None in round 0 and under the `average` rule)."""
+        spec = self.spec(job_id)
+        if spec.aggregation.rule != "diloco" or round_ == 0:
+            return None
+        previous = self.view.final_unit(job_id, round_, spec.shards)
+        if previous is None or previous.status is not UnitStatus.FINAL:
+            raise VerificationError(f"job {job_id} round {round_ - 1} has no final aggregate yet")
+        return self.result(previous)

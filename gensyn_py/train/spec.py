@@ -52,6 +52,20 @@ class ScheduleSpec(_Strict):
     min_lr_ratio: float = Field(default=0.0, ge=0, le=1)
 
 
+class AggregationSpec(_Strict):
+    """How a sharded round's unit results become the next global model (gensyn_py/proof/aggregation.py).
+
+    `average`: their weighted average (FedAvg).  `diloco`: an outer Nesterov step with `outer_lr` and
+    `outer_momentum` over the averaged parameter delta, the outer momentum carried across rounds in the
+    aggregate.  `inner_state`: what a shard's next-round unit starts its optimizer with: `reset` (fresh)
+    or `carry` (the optimizer state its shard's unit ended the previous round with)."""
+
+    rule: Literal["average", "diloco"] = "average"
+    outer_lr: float = Field(default=0.7, gt=0, le=10)
+    outer_momentum: float = Field(default=0.9, ge=0, lt=1)
+    inner_state: Literal["reset", "carry"] = "reset"
+
+
 class HardwareSpec(_Strict):
     device_class: Literal["cpu", "cuda"] = "cpu"
     min_memory_mb: int = Field(default=0, ge=0)
@@ -96,6 +110,7 @@ class JobSpec(_Strict):
     seed: int = Field(ge=0, lt=2**63)
     rounds: int = Field(default=1, gt=0, le=MAX_ROUNDS)
     shards: int = Field(default=1, gt=0, le=MAX_SHARDS)
+    aggregation: AggregationSpec = Field(default_factory=AggregationSpec)
     # `repro` (deterministic kernels) is bit-exact on any machine, so it is honest on a network of mixed hardware;
     # `exact` (stock kernels, faster) is bit-exact only within one replay class (gensyn_py/node/replay_class.py).
     mode: Literal["exact", "repro"] = "repro"
@@ -126,6 +141,9 @@ class JobSpec(_Strict):
                              f"at most {MAX_SEGMENTS}")
         if self.schedule.warmup_steps > self.steps_per_unit * self.rounds:
             raise ValueError("schedule.warmup_steps exceeds the job's total steps")
+        if self.aggregation != AggregationSpec() and self.shards < 2:
+            raise ValueError("aggregation settings apply to sharded jobs only (shards >= 2): one shard's unit "
+                             "result is the round's model")
         if self.dataset.num_examples < self.shards:
             raise ValueError(f"{self.dataset.num_examples} examples cannot fill {self.shards} shards")
         return self

@@ -56,6 +56,8 @@ class Trainer:
         device: str | None = None,
         global_weights: Mapping[str, torch.Tensor] | None = None,
     ) -> None:
+        """`global_weights`: the model weights to start from (None: the spec's seeded init), with the optimizer
+        state to start with as `optim/*` entries where the spec carries it across rounds."""
         import torch
 
         from gensyn_py.train.determinism import configure_exact, pick_device
@@ -75,10 +77,17 @@ class Trainer:
         self._ahead: dict[int, torch.Tensor] = {}  # batch indices derived ahead, by step
         self.generator = torch.Generator().manual_seed(_unit_seed(spec.seed, round_, shard))
         self.model = build_model(spec.model.family, spec.model.sizes, repro=spec.mode == "repro")
-        weights = global_weights if global_weights is not None else init_weights(spec)
-        self.model.load_state_dict(dict(weights))
+        start = dict(global_weights) if global_weights is not None else init_weights(spec)
+        # A carried inner optimizer state (`aggregation.inner_state = carry`) comes as optim/* entries.
+        optim = {k: start.pop(k) for k in [k for k in start if k.startswith("optim/")]}
+        self.model.load_state_dict(start)
         self.model.to(self.device)
         self.engine = self.make_engine()
+        if optim:
+            try:
+                self.engine.load_optim_state(optim)
+            except (KeyError, ValueError, TypeError, RuntimeError) as e:
+                raise TrainingError(f"carried optimizer state does not fit this model: {_first_line(e)}") from None
 
     def make_engine(self) -> StepEngine:
         """The step engine of the spec's mode (a subclass may supply another, as the cheat library does)."""

@@ -182,10 +182,11 @@ def play_unit_to_final(d: Deployed, job_id: int, unit_id: int | None = None) -> 
     solver.claim(unit_id)
     if unit.is_aggregation:
         results = content.round_results(job_id, unit.round)
-        c = commit_aggregation(spec, store, job_id, unit.round, results)
+        previous = content.previous_aggregate(job_id, unit.round)
+        c = commit_aggregation(spec, store, job_id, unit.round, results, previous=previous)
         weights = load_weights(store.get(c.manifest.checkpoint_cids[-1]))
     else:
-        start = content.start_weights(job_id, unit.round)
+        start = content.start_weights(job_id, unit.round, unit.shard)
         trainer = Trainer(spec, dataset, unit.round, unit.shard, global_weights=start)
         c = commit_segments(trainer, store, job_id)
         weights = trainer.weights()
@@ -198,7 +199,8 @@ def play_unit_to_final(d: Deployed, job_id: int, unit_id: int | None = None) -> 
     reveals = []
     for address, segment in zip(drawn["validators"], drawn["segments"], strict=True):
         if unit.is_aggregation:
-            verdict = verify_aggregation(spec, store, job_id, unit.round, c.checkpoint_root, manifest, results)
+            verdict = verify_aggregation(spec, store, job_id, unit.round, c.checkpoint_root, manifest, results,
+                                         previous=previous)
         else:
             verdict = replay_segment(spec, dataset, store, UnitRef(job_id, unit.round, unit.shard, c.checkpoint_root),
                                      manifest, int(segment), global_weights=start)
