@@ -4,6 +4,7 @@ over rounds, its bytes, what an aggregation starts from, and a Trainer started w
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -26,7 +27,7 @@ from .trainkit import dataset_for, store_at, tiny_spec
 DILOCO = {"rule": "diloco", "outer_lr": 0.5, "outer_momentum": 0.8}
 
 
-def finals(spec_over: dict[str, object], rnd: int = 0, start: dict[str, torch.Tensor] | None = None
+def finals(spec_over: dict[str, Any], rnd: int = 0, start: dict[str, torch.Tensor] | None = None
            ) -> list[dict[str, torch.Tensor]]:
     spec = tiny_spec(**spec_over)
     out = []
@@ -117,7 +118,8 @@ def test_aggregation_units_of_two_rounds_commit_and_verify(tmp_path: Path) -> No
 
 
 def test_a_trainer_starts_with_a_carried_optimizer_state_and_refuses_a_misfit() -> None:
-    over = {"optimizer": {"name": "adamw", "lr": 0.01}, "aggregation": {"inner_state": "carry"}, "mode": "repro"}
+    over: dict[str, Any] = {"optimizer": {"name": "adamw", "lr": 0.01}, "aggregation": {"inner_state": "carry"},
+                            "mode": "repro"}
     spec = tiny_spec(**over)
     t = Trainer(spec, dataset_for("mlp"), 0, 0, "cpu")
     t.run(spec.steps_per_unit)
