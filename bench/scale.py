@@ -37,7 +37,7 @@ from gensyn_py.train.spec import JobSpec, parse_spec
 from gensyn_py.train.trainer import Trainer, init_weights
 
 SHARDS = 4
-VARIANTS = {
+VARIANTS: dict[str, dict[str, Any]] = {
     "average/reset": {"rule": "average", "inner_state": "reset"},
     "average/carry": {"rule": "average", "inner_state": "carry"},
     "diloco/reset": {"rule": "diloco", "outer_lr": 0.7, "outer_momentum": 0.9, "inner_state": "reset"},
