@@ -35,10 +35,12 @@ def protocol(net: LocalNetwork) -> ProtocolContracts:
 
 
 def submit(net: LocalNetwork, rounds: int = 1, shards: int = 1, steps: int = 100, seed: int = 1,
-           commit_window: int = 60) -> int:
+           commit_window: int = 60, **over: Any) -> int:
+    """Submit the market's digits job (`over`: spec fields to set, e.g. `aggregation`)."""
     market = Market(net, requester_tokens=0)  # start_market funded the requester
     train, _ = digits(image=False)
-    return market.submit(digits_job_spec(market.put_dataset(train), rounds, shards, steps, seed), commit_window).job_id
+    spec = {**digits_job_spec(market.put_dataset(train), rounds, shards, steps, seed), **over}
+    return market.submit(spec, commit_window).job_id
 
 
 def wait_job(net: LocalNetwork, job: int, timeout: float = 180) -> None:

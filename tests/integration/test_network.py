@@ -21,6 +21,7 @@ from gensyn_py.explorer.queries import tokens
 from gensyn_py.explorer.server import ExplorerServer
 from gensyn_py.sim.localnet import LocalNetwork, wait_until
 from gensyn_py.sim.market import Market, NodeSpec
+from gensyn_py.storage.base import ContentStore
 from gensyn_py.storage.factory import open_store
 from gensyn_py.types import UnitStatus
 from tests.integration.browser import as_phone, screenshot, until
@@ -99,6 +100,38 @@ def test_daemons_killed_mid_job_finish_it_without_repeating_anything(market: Loc
     assert len(finalized) == 3 and len({e["args"]["unitId"] for e in finalized}) == 3  # each unit paid once
     assert slashes(net, start) == []
     assert_conservation(net)
+
+
+def test_the_daemons_run_a_diloco_job_with_carried_inner_state_over_two_rounds(market: LocalNetwork) -> None:
+    """Solvers aggregate with the outer step from the previous round's aggregate, validators recompute it,
+    and each shard's round-1 unit starts from its own round-0 optimizer state: nobody is slashed."""
+    net = market
+    start = int(net.w3.eth.block_number)
+    diloco = {"rule": "diloco", "outer_lr": 0.7, "outer_momentum": 0.9, "inner_state": "carry"}
+    job = submit(net, rounds=2, shards=2, steps=40, seed=13, aggregation=diloco)
+    wait_job(net, job, 240)
+    view = ChainView(protocol(net))
+    units = [view.unit(u) for u in view.unit_ids(job)]
+    aggregates = [u for u in units if u.is_aggregation]
+    assert sorted(u.round for u in aggregates) == [0, 1]
+    assert all(u.status is UnitStatus.FINAL for u in units)
+    store = open_store(net.store_spec)
+    for agg in aggregates:  # each aggregate carries the outer momentum the next round continues
+        commitment = view.commitment(agg.unit_id)
+        assert commitment is not None
+        names = load_state_names(store, commitment.manifest_cid)
+        assert any(n.startswith("outer/") and n.endswith("/momentum") for n in names), agg.round
+    assert slashes(net, start) == []
+    assert_conservation(net)
+
+
+def load_state_names(store: ContentStore, manifest_cid: str) -> set[str]:
+    """The tensor names of a unit's last committed checkpoint."""
+    from gensyn_py.proof.aggregation_unit import load_state
+    from gensyn_py.proof.commitment import Manifest
+
+    manifest = Manifest.from_bytes(store.get(manifest_cid))
+    return set(load_state(store.get(manifest.checkpoint_cids[-1])))
 
 
 def test_a_vanished_solver_loses_its_unit_reputation_and_a_bounded_liveness_penalty(market: LocalNetwork) -> None:
