@@ -162,9 +162,16 @@ def softmax_grad(be: Backend, p: Arr, gp: Arr) -> Arr:
     return be.mul(p, be.sub(gp, dot))
 
 
+def batch_rows(be: Backend, x: Arr) -> int:
+    """The rows of the whole batch that x's rows belong to: x's own, except on a backend that holds one
+    share of a data-parallel batch (`repro.distributed`), which says how many there are in all."""
+    rows = getattr(be, "batch_rows", None)
+    return int(rows(x)) if rows is not None else int(x.shape[0])
+
+
 def mean_all(be: Backend, v: Arr) -> Arr:
     """Mean of a (B, 1) column: repro sum over dim 0, then one division by float32(B)."""
-    return be.div(be.sum(v, 0), be.const(float(v.shape[0]), v))
+    return be.div(be.sum(v, 0), be.const(float(batch_rows(be, v)), v))
 
 
 def cross_entropy(be: Backend, logits: Arr, labels: Arr) -> Arr:
@@ -177,7 +184,7 @@ def cross_entropy_grad(be: Backend, logits: Arr, labels: Arr, g: Arr, p: Arr | N
     if p is None:
         p = softmax(be, logits)
     oh = be.onehot(labels, logits.shape[1], logits)
-    scale = be.div(g, be.const(float(logits.shape[0]), logits))
+    scale = be.div(g, be.const(float(batch_rows(be, logits)), logits))
     return be.mul(be.sub(p, oh), scale)
 
 

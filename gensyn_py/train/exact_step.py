@@ -51,6 +51,12 @@ class ExactStep:
         return F.cross_entropy(out, y.reshape(-1))
 
     def step(self, x: torch.Tensor, y: torch.Tensor, lr: float) -> float:
+        from gensyn_py.repro.distributed import world
+
+        if world()[1] > 1:
+            # Stock kernels' reductions depend on how the batch is split: a data-parallel exact unit would be
+            # its own replay class per world size, so it is refused rather than left unverifiable.
+            raise TrainingError("mode 'exact' trains on one process; a data-parallel unit needs mode 'repro'")
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.zero_grad(set_to_none=True)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gensyn_py.errors import TrainingError
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import torch
 
     from gensyn_py.repro.backend import Backend
+    from gensyn_py.repro.distributed import DataParallelBackend
     from gensyn_py.train.spec import JobSpec, OptimizerSpec
 
 FLAT_KEYS = {"sgd": ("momentum_buffer",), "adamw": ("exp_avg", "exp_avg_sq")}
@@ -120,23 +121,43 @@ class ReproStep:
         for p, view in zip(model.parameters(), self.views(self.flat), strict=True):
             p.data = view
         self.opt: dict[str, torch.Tensor] = {}
+        self._parallel: DataParallelBackend | None = None  # made on the first step in a process group
 
     def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
         return [v.view(s) for v, s in zip(flat.split(list(self.prog.numels)), self.prog.shapes, strict=True)]
 
     def step(self, x: torch.Tensor, y: torch.Tensor, lr: float) -> float:
+        """One step on the batch (x, y).  In a `torch.distributed` group of several processes (each running
+        this same step on the same batch) each takes its share of the rows and the step's reductions over rows
+        are exact across the group (`repro.distributed`): every process ends with the state one device gets."""
         import numpy as np
         import torch
 
-        from gensyn_py.repro.backend import TORCH
-
+        be, x, y = self._backend(x, y)
         try:
             with torch.no_grad():
-                loss, flat, self.opt = train_step(TORCH, self.prog, self.flat, self.opt, x, y, lr)
-        except ValueError as e:  # a contraction beyond the exact rule's limit
+                loss, flat, self.opt = train_step(be, self.prog, self.flat, self.opt, x, y, lr)
+        except ValueError as e:  # a contraction beyond the exact rule's limit, a batch that does not split
             raise TrainingError(f"repro step failed: {e}") from None
         self.flat.copy_(flat)  # the module's parameters are views of self.flat
         return float(np.float32(loss.reshape(()).item()))
+
+    def _backend(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Backend, torch.Tensor, torch.Tensor]:
+        """The backend for this process and its rows of the batch: all of them on one process."""
+        from gensyn_py.repro.backend import TORCH
+        from gensyn_py.repro.distributed import DataParallelBackend, rows_of, world
+
+        rank, size = world()
+        if size == 1:
+            return TORCH, x, y
+        if self._parallel is None:
+            self._parallel = DataParallelBackend()
+        self._parallel.begin_step()
+        try:
+            lo, hi = rows_of(int(x.shape[0]), rank, size)
+        except ValueError as e:
+            raise TrainingError(f"repro step failed: {e}") from None
+        return cast("Backend", self._parallel), x[lo:hi], y[lo:hi]
 
     def optim_state(self) -> dict[str, torch.Tensor]:
         """optim/<param>/<key> entries, like torch's optimizers (none before the first step)."""

@@ -1,0 +1,85 @@
+"""A repro unit trained data-parallel by two processes (torch.distributed, gloo) ends in the state one
+process gets, bit for bit: weights, optimizer state and losses, for every model family.  Exact mode
+refuses to run split."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from gensyn_py.errors import TrainingError
+from gensyn_py.proof.state import state_hash
+from gensyn_py.repro.distributed import rows_of
+from gensyn_py.train.trainer import Trainer
+
+from .trainkit import dataset_for, tiny_spec
+
+STEPS = 3
+ADAMW = {"name": "adamw", "lr": 0.01, "weight_decay": 0.01}
+CASES: dict[str, dict[str, Any]] = {
+    "mlp/sgd": {"family": "mlp"},
+    "cnn/sgd": {"family": "cnn"},
+    "transformer/adamw": {"family": "transformer", "optimizer": ADAMW},
+    "mlp/adamw/odd": {"family": "mlp", "optimizer": ADAMW, "batch_size": 18},  # 9 rows a rank
+}
+
+
+def _train(case: dict[str, Any]) -> tuple[str, list[float]]:
+    over = {k: v for k, v in case.items() if k != "family"}
+    spec = tiny_spec(case["family"], mode="repro", steps_per_unit=STEPS, checkpoint_interval=STEPS, **over)
+    t = Trainer(spec, dataset_for(case["family"]), 0, 0, "cpu")
+    losses = t.run(STEPS)
+    return state_hash(t.state_dict()).hex(), losses
+
+
+def worker(rank: int, size: int, init: str, out: str) -> None:
+    """One process of the group (run as `python -m tests.unit.test_data_parallel RANK SIZE INIT OUT`)."""
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init}", rank=rank, world_size=size)
+    try:
+        result: dict[str, Any] = {name: _train(case) for name, case in CASES.items()}
+        try:
+            Trainer(tiny_spec("mlp", mode="exact"), dataset_for("mlp"), 0, 0, "cpu").run(1)
+            result["exact"] = "ran"
+        except TrainingError as e:
+            result["exact"] = str(e)
+        Path(out, f"{rank}.json").write_text(json.dumps(result))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_processes_train_the_state_one_process_trains(tmp_path: Path) -> None:
+    single = {name: _train(case) for name, case in CASES.items()}
+    root = Path(__file__).resolve().parents[2]
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.unit.test_data_parallel", str(rank), "2",
+                               str(tmp_path / "init"), str(tmp_path)], cwd=root) for rank in (0, 1)]
+    try:
+        assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    for rank in (0, 1):
+        got = json.loads((tmp_path / f"{rank}.json").read_text())
+        for name in CASES:
+            assert got[name][0] == single[name][0], (rank, name)  # state hash: weights, optimizer, RNG, cursor
+            assert got[name][1] == single[name][1], (rank, name)  # every step's loss
+        assert "needs mode 'repro'" in got["exact"]
+
+
+def test_a_batch_splits_into_equal_shares_or_not_at_all() -> None:
+    assert [rows_of(16, r, 2) for r in (0, 1)] == [(0, 8), (8, 16)]
+    assert [rows_of(12, r, 3) for r in range(3)] == [(0, 4), (4, 8), (8, 12)]
+    with pytest.raises(ValueError, match="does not split evenly"):
+        rows_of(15, 0, 2)
+
+
+if __name__ == "__main__":
+    worker(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4])
