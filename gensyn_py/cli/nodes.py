@@ -105,13 +105,17 @@ def solver() -> None:
 @price_option
 @click.option("--partial-every", type=click.IntRange(min=0), default=None,
               help="Commit partial progress every N segments (default: each quarter of a unit; 0: never).")
+@click.option("--data-parallel", type=click.IntRange(min=1, max=64), default=1, show_default=True,
+              help="Processes that train one repro unit together (one per GPU with CUDA); the unit's states are "
+                   "bit-identical to one process's. Exact units always train in one process.")
 @click.pass_obj
-def solver_run(settings: Settings, price: float, partial_every: int | None, **opts: Any) -> None:
+def solver_run(settings: Settings, price: float, partial_every: int | None, data_parallel: int, **opts: Any) -> None:
     """Claim units you are fit for, train, commit, collect."""
     from gensyn_py.node.solver import SolverDaemon
 
     config, state_dir = build_config(settings, "solver", opts, tokens_to_wei(price))
-    daemon = SolverDaemon(config, state_dir / "records", device=opts["device"], partial_every=partial_every)
+    daemon = SolverDaemon(config, state_dir / "records", device=opts["device"], partial_every=partial_every,
+                          data_parallel=data_parallel)
     raise SystemExit(daemon.run_forever())
 
 

@@ -78,13 +78,14 @@ class SolverDaemon(NodeDaemon):
     _unit_bar: UnitBar | None = None  # the bar of the unit being trained, for `train_unit`'s step hook
 
     def __init__(self, config: NodeConfig, records_dir: Path, device: str | None = None,
-                 partial_every: int | None = None, progress: Board | None = None) -> None:
+                 partial_every: int | None = None, progress: Board | None = None, data_parallel: int = 1) -> None:
         super().__init__(config)
         self.progress = progress  # None: the process's board (bars on a terminal only)
         self.records_dir = records_dir
         self.records_dir.mkdir(parents=True, exist_ok=True)
         self.device = device
         self.partial_every = partial_every  # segments between partial commits; None: a quarter; 0: never
+        self.data_parallel = data_parallel  # processes that train one repro unit together (1: this one alone)
         self._fit: dict[int, tuple[JobParams | None, int | None]] = {}  # job -> preflight passed (params, segments)
         self._exact: dict[int, bool] = {}  # job -> its spec is mode exact (set by `preflight`)
 
@@ -384,9 +385,19 @@ class SolverDaemon(NodeDaemon):
         self.log.info("unit.training", unit=unit.unit_id, job=unit.job_id, round=unit.round, shard=unit.shard,
                       steps=total, from_step=trainer.step, device=str(trainer.device))
         partial_every = self.partial_every if self.partial_every is not None else max(1, spec.num_segments // 4)
-        return commit_segments(trainer, self.store, unit.job_id, on_step=progress, record=record, record_path=path,
-                               solver=self.address, resume=resume, on_partial=partial(self._commit_partial, unit),
-                               partial_every=partial_every)
+
+        def run() -> UnitCommitment:
+            return commit_segments(trainer, self.store, unit.job_id, on_step=progress, record=record,
+                                   record_path=path, solver=self.address, resume=resume,
+                                   on_partial=partial(self._commit_partial, unit), partial_every=partial_every)
+
+        if self.data_parallel == 1 or spec.mode != "repro":
+            return run()  # an exact unit trains in one process: its kernels' sums depend on the split
+        from gensyn_py.train.process_group import TrainingGroup
+
+        self.log.info("unit.data_parallel", unit=unit.unit_id, processes=self.data_parallel)
+        with TrainingGroup(trainer, self.data_parallel):
+            return run()
 
     # -- partial commitments (resume, not restart) ---------------------------------------------
 

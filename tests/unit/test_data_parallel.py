@@ -83,3 +83,41 @@ def test_a_batch_splits_into_equal_shares_or_not_at_all() -> None:
 
 if __name__ == "__main__":
     worker(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4])
+
+
+def _unit_root(trainer: Trainer, store_dir: Path) -> bytes:
+    from gensyn_py.proof.unit import commit_segments
+    from gensyn_py.storage.local import LocalStore
+
+    return commit_segments(trainer, LocalStore(store_dir), 1, overlap=False).checkpoint_root
+
+
+def test_a_training_group_commits_the_root_one_process_commits(tmp_path: Path) -> None:
+    """The solver's way: this process is rank 0 of a group whose helper it starts; the unit's checkpoint root
+    (every checkpoint's state hash) is the one-process root, also when the unit resumes mid-way."""
+    from gensyn_py.train.process_group import TrainingGroup
+
+    spec = tiny_spec("transformer", mode="repro", optimizer=ADAMW, steps_per_unit=4, checkpoint_interval=2)
+    single = _unit_root(Trainer(spec, dataset_for("transformer"), 0, 1, "cpu"), tmp_path / "single")
+    trainer = Trainer(spec, dataset_for("transformer"), 0, 1, "cpu")
+    with TrainingGroup(trainer, 2):
+        assert dist.get_world_size() == 2
+        grouped = _unit_root(trainer, tmp_path / "group")
+    assert not dist.is_initialized()
+    assert grouped == single
+
+
+def test_a_helper_that_dies_fails_the_training_not_the_node(tmp_path: Path) -> None:
+    from gensyn_py.train.process_group import TrainingGroup
+
+    spec = tiny_spec("mlp", mode="repro", steps_per_unit=40, checkpoint_interval=2)
+    trainer = Trainer(spec, dataset_for("mlp"), 0, 0, "cpu")
+    group = TrainingGroup(trainer, 2, timeout=90)
+    with pytest.raises(TrainingError, match="data-parallel training failed"), group:
+        trainer.train_step()
+        group._helpers[0].kill()
+        for _ in range(10):
+            trainer.train_step()
+    assert not dist.is_initialized() and group._helpers == []
+    with pytest.raises(TrainingError, match="only a repro unit"):
+        TrainingGroup(Trainer(tiny_spec("mlp", mode="exact"), dataset_for("mlp"), 0, 0, "cpu"), 2)
