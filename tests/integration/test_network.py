@@ -125,6 +125,43 @@ def test_the_daemons_run_a_diloco_job_with_carried_inner_state_over_two_rounds(m
     assert_conservation(net)
 
 
+def test_a_unit_trained_by_two_processes_commits_the_one_process_root(market: LocalNetwork, tmp_path: Path) -> None:
+    """Issue 15's bar: a solver running `--data-parallel 2` trains a repro unit with a helper process; its
+    committed checkpoint root is the one a single process computes, validators accept it, nobody is slashed."""
+    from gensyn_py.proof.content import JobContent
+    from gensyn_py.proof.unit import commit_segments
+    from gensyn_py.storage.local import LocalStore
+    from gensyn_py.train.trainer import Trainer
+
+    net = market
+    start = int(net.w3.eth.block_number)
+    net.kill("solver-1")  # the unit goes to the data-parallel solver
+    grouped = net.nodes["solver-2"]
+    mark = len(net.log_lines("solver-2"))
+    net.restart("solver-2", "--data-parallel", "2")
+    try:
+        job = submit(net, steps=60, seed=14)
+        wait_job(net, job)
+        wait_log(net, "solver-2", "unit.data_parallel", after=mark, processes=2)
+    finally:
+        grouped.args = [a for a in grouped.args if a not in ("--data-parallel", "2")]
+        net.restart("solver-2")
+        net.restart("solver-1")
+    view = ChainView(protocol(net))
+    (unit_id,) = view.unit_ids(job)
+    unit = view.unit(unit_id)
+    assert unit.solver == grouped.account.address
+    commitment = view.commitment(unit_id)
+    assert commitment is not None
+    content = JobContent(view, open_store(net.store_spec))
+    spec, dataset = content.spec(job), content.dataset(job)
+    alone = commit_segments(Trainer(spec, dataset, unit.round, unit.shard, "cpu"), LocalStore(tmp_path), job,
+                            overlap=False, solver=grouped.account.address)  # transcripts bind the committer
+    assert alone.checkpoint_root == commitment.checkpoint_root
+    assert slashes(net, start) == []
+    assert_conservation(net)
+
+
 def load_state_names(store: ContentStore, manifest_cid: str) -> set[str]:
     """The tensor names of a unit's last committed checkpoint."""
     from gensyn_py.proof.aggregation_unit import load_state
