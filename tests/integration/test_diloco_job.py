@@ -4,17 +4,19 @@ formula, the carried AdamW state visible in round 1's units."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from web3 import Web3
 
 from gensyn_py.proof.aggregation import OUTER, outer_momentum, shard_weights
 from gensyn_py.proof.aggregation_unit import UnitResult, load_state, verify_aggregation
 from gensyn_py.proof.state import encode_state, state_hash_of_bytes
 from gensyn_py.requester.submit import submit_job
-from gensyn_py.train.spec import parse_spec
+from gensyn_py.train.spec import JobSpec, parse_spec
 from gensyn_py.types import JobStatus
 from tests.integration.test_requester_kit import Deployed, deployed, play_job_to_completion, store_digits, tiny_spec
 
@@ -30,13 +32,24 @@ def _state(d: Deployed, unit_id: int) -> dict[str, torch.Tensor]:
     return req.content.state_of(req.view.unit(unit_id))
 
 
-@pytest.mark.usefixtures("snapshot")
-def test_a_diloco_job_with_carried_inner_state_completes_and_its_outer_steps_recompute(deployed: Deployed) -> None:
-    d = deployed
-    store_digits(d)
+@pytest.fixture(scope="module")
+def played(deployed: Deployed, w3: Web3) -> Iterator[tuple[JobSpec, int]]:
+    """A 2-round x 2-shard DiLoCo job played to completion (validators recompute each aggregate, the round-1
+    one from round 0's); both tests read it, and the chain is put back after them."""
+    snap = w3.provider.make_request("evm_snapshot", [])  # type: ignore[arg-type]
+    store_digits(deployed)
     spec = parse_spec(tiny_spec(shards=2, rounds=2, steps_per_unit=STEPS, optimizer=ADAMW, aggregation=DILOCO))
-    job_id = submit_job(d.session(d.requester), spec).job_id
-    play_job_to_completion(d, job_id)  # validators recompute each aggregate (the round-1 one from round 0's)
+    job_id = submit_job(deployed.session(deployed.requester), spec).job_id
+    play_job_to_completion(deployed, job_id)
+    yield spec, job_id
+    w3.provider.make_request("evm_revert", [snap["result"]])  # type: ignore[arg-type]
+
+
+def test_a_diloco_job_with_carried_inner_state_completes_and_its_outer_steps_recompute(
+    deployed: Deployed, played: tuple[JobSpec, int]
+) -> None:
+    d = deployed
+    spec, job_id = played
     req = d.session()
     assert req.view.job_state(job_id).status is JobStatus.COMPLETED
     units = req.view.units(job_id)
@@ -70,14 +83,11 @@ def test_a_diloco_job_with_carried_inner_state_completes_and_its_outer_steps_rec
         assert np.array_equal(after[f"{OUTER}{p}/momentum"].numpy(), m_new.astype(np.float32)), p
 
 
-@pytest.mark.usefixtures("snapshot")
-def test_a_diloco_aggregate_that_ignores_or_forges_the_previous_round_is_refused(deployed: Deployed) -> None:
-    d = deployed
-    store_digits(d)
-    spec = parse_spec(tiny_spec(shards=2, rounds=2, steps_per_unit=STEPS, optimizer=ADAMW, aggregation=DILOCO))
-    job_id = submit_job(d.session(d.requester), spec).job_id
-    play_job_to_completion(d, job_id)
-    req = d.session()
+def test_a_diloco_aggregate_that_ignores_or_forges_the_previous_round_is_refused(
+    deployed: Deployed, played: tuple[JobSpec, int]
+) -> None:
+    spec, job_id = played
+    req = deployed.session()
     units = req.view.units(job_id)
     agg1 = next(u for u in units if u.is_aggregation and u.round == 1)
     commitment = req.view.commitment(agg1.unit_id)
