@@ -393,6 +393,10 @@ class SolverDaemon(NodeDaemon):
 
         if self.data_parallel == 1 or spec.mode != "repro":
             return run()  # an exact unit trains in one process: its kernels' sums depend on the split
+        if spec.batch_size % self.data_parallel:
+            self.log.info("unit.one_process", unit=unit.unit_id, batch_size=spec.batch_size,
+                          reason=f"the batch does not split evenly over {self.data_parallel} processes")
+            return run()
         from gensyn_py.train.process_group import TrainingGroup
 
         self.log.info("unit.data_parallel", unit=unit.unit_id, processes=self.data_parallel)

@@ -42,15 +42,19 @@ class TrainingGroup:
         self._helpers: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> TrainingGroup:
+        import torch
         import torch.distributed as dist
         from safetensors.torch import save
 
         t = self.trainer
+        cuda = str(t.device).startswith("cuda")
+        if cuda and torch.cuda.device_count() < self.size:
+            raise TrainingError(f"{self.size} processes need {self.size} GPUs; this machine has "
+                                f"{torch.cuda.device_count()}")
         self._dir = Path(tempfile.mkdtemp(prefix="gensyn-group-"))
         (self._dir / "spec.json").write_bytes(t.spec.canonical_bytes())
         (self._dir / "dataset.safetensors").write_bytes(t.dataset.to_bytes())
         (self._dir / "state.safetensors").write_bytes(save(t.state_dict()))
-        cuda = str(t.device).startswith("cuda")
         for rank in range(1, self.size):
             self._helpers.append(subprocess.Popen(
                 [sys.executable, "-m", "gensyn_py.train.process_group", str(self._dir), str(rank), str(self.size),
