@@ -47,7 +47,9 @@ REASONS = {
 
 @pytest.fixture(scope="module")
 def market(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalNetwork]:
-    net = start_market(tmp_path_factory.mktemp("poison"))
+    # The one game here is lost by a cheater that has no legal move, on its clock: half the local market's 90 s
+    # is still many times what the honest side spends on its moves, and the test waits for it to run out.
+    net = start_market(tmp_path_factory.mktemp("poison"), gameClock=45, stepGameClock=45)
     try:
         yield net
     finally:
