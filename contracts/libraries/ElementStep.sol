@@ -86,6 +86,14 @@ library ElementStep {
         }
     }
 
+    /// @notice Whether two shapes are the same (then broadcasting maps every element to itself).
+    function sameShape(uint256[] calldata a, uint256[] calldata b) internal pure returns (bool) {
+        uint256 n = a.length;
+        if (b.length != n) return false;
+        for (uint256 d; d < n; ++d) if (a[d] != b[d]) return false;
+        return true;
+    }
+
     /// @notice Recompute one output element of elementwise op `code` from its input elements' raw bits `x`
     ///         (their dtype codes in `dtypes`); `lo` and `hi` are clamp's bounds as float32 (ignored otherwise).
     ///         Returns the output's raw bits (float32 and int32 as uint32, bool as 0 or 1).
@@ -227,7 +235,9 @@ library ElementStep {
             ElementOpening calldata opening = c.inEls[j];
             // INVARIANT: each operand is the committed input tensor, opened where the output element reads it.
             if (t.root != c.op.inputs[j].root) revert ITraceProofs.InputRootMismatch(j);
-            uint256 want = broadcastIndex(outShape, t.shape, element);
+            uint256[] calldata inShape = t.shape;
+            // An input of the output's own shape reads the output's element (no broadcast walk: ~650 gas each).
+            uint256 want = sameShape(outShape, inShape) ? element : broadcastIndex(outShape, inShape, element);
             if (opening.element != want) revert ITraceProofs.WrongOperand(opening.element, want);
             x[j] = TraceProofs.elementBits(t, opening);
             dtypes[j] = t.dtype;
