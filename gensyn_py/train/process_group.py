@@ -78,6 +78,11 @@ class TrainingGroup:
             # a collective that failed (a helper died or hung): the unit's training failed, not this node
             raise TrainingError(f"data-parallel training failed: {str(exc).splitlines()[0]}") from None
 
+    @property
+    def helper_pids(self) -> list[int]:
+        """The process ids of the running helpers (ranks 1..N-1)."""
+        return [p.pid for p in self._helpers]
+
     def _stop(self, wait: bool = False) -> None:
         for p in self._helpers:
             if wait:

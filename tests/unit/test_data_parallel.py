@@ -5,6 +5,8 @@ refuses to run split."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -121,3 +123,47 @@ def test_a_helper_that_dies_fails_the_training_not_the_node(tmp_path: Path) -> N
     assert not dist.is_initialized() and group._helpers == []
     with pytest.raises(TrainingError, match="only a repro unit"):
         TrainingGroup(Trainer(tiny_spec("mlp", mode="exact"), dataset_for("mlp"), 0, 0, "cpu"), 2)
+
+
+def _rank0_until_killed(ready: str) -> None:
+    """A process that forms a group of 2, says its helper's pid, and trains until it is killed."""
+    from gensyn_py.train.process_group import TrainingGroup
+
+    spec = tiny_spec("mlp", mode="repro", steps_per_unit=100_000, checkpoint_interval=100_000)
+    trainer = Trainer(spec, dataset_for("mlp"), 0, 0, "cpu")
+    with TrainingGroup(trainer, 2) as group:
+        trainer.train_step()
+        Path(ready).write_text(str(group.helper_pids[0]))
+        while True:
+            trainer.train_step()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_a_killed_node_takes_its_helpers_with_it(tmp_path: Path) -> None:
+    """kill -9 of the daemon's process (rank 0) mid-unit: its helper dies too, nothing is left waiting (the
+    helper's next collective sees the closed peer; PR_SET_PDEATHSIG covers a helper that is not in one)."""
+    from gensyn_py.sim.localnet import wait_until
+
+    ready = tmp_path / "ready"
+    root = Path(__file__).resolve().parents[2]
+    code = f"from tests.unit.test_data_parallel import _rank0_until_killed; _rank0_until_killed({str(ready)!r})"
+    rank0 = subprocess.Popen([sys.executable, "-c", code], cwd=root)
+    try:
+        wait_until(lambda: rank0.poll() is not None or (ready.exists() and ready.read_text() != ""), 120,
+                   "the group to form")
+        assert rank0.poll() is None
+        helper = int(ready.read_text())
+        assert _alive(helper)
+        os.kill(rank0.pid, signal.SIGKILL)
+        rank0.wait()
+        wait_until(lambda: not _alive(helper), 30, "the helper to die with its parent")
+    finally:
+        rank0.kill()
+        rank0.wait()
