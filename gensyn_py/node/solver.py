@@ -76,6 +76,7 @@ class SolverDaemon(NodeDaemon):
     role_name = "solver"
     progress: Board | None = None
     _unit_bar: UnitBar | None = None  # the bar of the unit being trained, for `train_unit`'s step hook
+    data_parallel = 1  # processes that train one repro unit together (1: this one alone)
 
     def __init__(self, config: NodeConfig, records_dir: Path, device: str | None = None,
                  partial_every: int | None = None, progress: Board | None = None, data_parallel: int = 1) -> None:
@@ -85,7 +86,7 @@ class SolverDaemon(NodeDaemon):
         self.records_dir.mkdir(parents=True, exist_ok=True)
         self.device = device
         self.partial_every = partial_every  # segments between partial commits; None: a quarter; 0: never
-        self.data_parallel = data_parallel  # processes that train one repro unit together (1: this one alone)
+        self.data_parallel = data_parallel
         self._fit: dict[int, tuple[JobParams | None, int | None]] = {}  # job -> preflight passed (params, segments)
         self._exact: dict[int, bool] = {}  # job -> its spec is mode exact (set by `preflight`)
 

@@ -201,7 +201,8 @@ def solver(tmp_path: Path, state: DaemonState, board: Board) -> tuple[SolverDaem
     daemon.address, daemon.store, daemon.progress = ME, store_at(tmp_path / "store"), board
     daemon.records_dir, daemon.device, daemon.partial_every = tmp_path, None, 0
     daemon.content = SimpleNamespace(timeout=0.1, spec=lambda _job: SPEC,  # type: ignore[assignment]
-                                     dataset=lambda _job: digits_flat(), start_weights=lambda _job, _round: None)
+                                     dataset=lambda _job: digits_flat(),
+                                     start_weights=lambda _job, _round, _shard: None)
     commits: list[str] = []
 
     def commit(_unit_id: int, _root: bytes, _final: bytes, manifest: str) -> str:
