@@ -192,6 +192,9 @@ class TxSender:
                 f"{what}: tx {tx_hash.to_0x_hex()} not mined within {self.receipt_timeout:.0f}s"
             ) from exc
         except Exception as exc:
+            # The node went away while the tx was pending: a restarted node may have lost it, and the local
+            # counter would then sit one past the chain (every later tx queued behind a gap, never mined).
+            self.nonces.resync()
             raise ChainError(f"{what}: waiting for tx {tx_hash.to_0x_hex()}: {exc}") from exc
 
     def _explain_failure(self, request: dict[str, Any], receipt: TxReceipt, what: str) -> ChainError:

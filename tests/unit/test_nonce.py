@@ -101,3 +101,30 @@ def test_a_nonce_used_elsewhere_is_picked_up_after_resync() -> None:
     manager.resync()
     with manager.reserve() as nonce:
         assert nonce == 2
+
+
+def test_a_node_lost_while_a_tx_waits_resyncs_the_sender_nonce() -> None:
+    """The node went down with the tx pending and came back without it: the sender's next nonce is read from
+    the node again, not one past a tx the chain never kept (which would queue every later tx behind a gap)."""
+    from types import SimpleNamespace
+
+    from hexbytes import HexBytes
+
+    from gensyn_py.chain.tx import TxSender
+    from gensyn_py.errors import ChainError
+
+    node = FakeNode(start=7)
+    manager = NonceManager(node.fetch)
+    with manager.reserve() as nonce:  # the tx went out with nonce 7 ...
+        assert nonce == 7
+    assert manager.peek() == 8
+
+    def lost(*_args: object, **_kw: object) -> None:
+        raise ConnectionError("connection refused")  # ... and the node died before mining it
+
+    w3 = SimpleNamespace(eth=SimpleNamespace(wait_for_transaction_receipt=lost))
+    sender = TxSender(w3, SimpleNamespace(address="0x" + "00" * 20), nonces=manager)  # type: ignore[arg-type]
+    with pytest.raises(ChainError, match="waiting for tx"):
+        sender._wait(HexBytes(b"\1" * 32), "commitVerdict()")
+    with manager.reserve() as nonce:  # the restarted node never saw 7: it is handed out again
+        assert nonce == 7
