@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from gensyn_py.chain.view import ChainView, Commitment
 from gensyn_py.errors import SpecError, VerificationError
-from gensyn_py.proof.aggregation_unit import UnitResult, load_weights
+from gensyn_py.proof.aggregation_unit import UnitResult, load_state, load_weights
 from gensyn_py.proof.commitment import Manifest
 from gensyn_py.proof.replay import fetch_manifest
 from gensyn_py.proof.state import state_hash_of_bytes
@@ -96,13 +96,17 @@ class JobContent:
             raise VerificationError(f"job {job_id} round {round_} is not final yet")
         return [self.result(u) for u in training]
 
-    def model_of(self, unit: Unit) -> dict[str, torch.Tensor]:
-        """The model weights a unit produced, verified against its on-chain final state hash."""
+    def _result_bytes(self, unit: Unit) -> bytes:
+        """The bytes of a unit's committed result, verified against its on-chain final state hash."""
         r = self.result(unit)
         data = self.store.get(r.cid, self.timeout)
         if state_hash_of_bytes(data) != r.final_state_hash:
             raise VerificationError(f"unit {unit.unit_id}'s result does not match its on-chain final state hash")
-        return load_weights(data)
+        return data
+
+    def model_of(self, unit: Unit) -> dict[str, torch.Tensor]:
+        """The model weights a unit produced, verified against its on-chain final state hash."""
+        return load_weights(self._result_bytes(unit))
 
     def start_weights(self, job_id: int, round_: int, shard: int) -> dict[str, torch.Tensor] | None:
         """What shard `shard`'s unit of round `round_` starts from (None: the spec's seeded init): the
@@ -124,13 +128,7 @@ class JobContent:
 
     def state_of(self, unit: Unit) -> dict[str, torch.Tensor]:
         """Every tensor of a unit's committed result, verified against its on-chain final state hash."""
-        from gensyn_py.proof.aggregation_unit import load_state
-
-        r = self.result(unit)
-        data = self.store.get(r.cid, self.timeout)
-        if state_hash_of_bytes(data) != r.final_state_hash:
-            raise VerificationError(f"unit {unit.unit_id}'s result does not match its on-chain final state hash")
-        return load_state(data)
+        return load_state(self._result_bytes(unit))
 
     def previous_aggregate(self, job_id: int, round_: int) -> UnitResult | None:
         """The previous round's aggregation unit's result, which a `diloco` aggregation of round `round_`

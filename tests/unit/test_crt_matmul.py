@@ -16,7 +16,7 @@ from gensyn_py.repro import matmul as M
 from gensyn_py.repro.matmul import repro_matmul
 from gensyn_py.repro.reference import matmul as ref_matmul
 
-from .test_repro_matmul import wide
+from .test_repro_matmul import TIE_A, TIE_B, large_sum_inputs, wide
 from .test_repro_primitives import same
 
 CUDA = torch.cuda.is_available()
@@ -63,15 +63,9 @@ def test_residue_path_matches_reference(ab: tuple[np.ndarray[Any, Any], np.ndarr
 
 def test_residue_path_round_to_odd_and_the_crafted_tie(forced: None) -> None:
     """|N| >= 2**53 with an inexact float64 conversion; the float32 tie that double rounding gets wrong."""
-    rng = np.random.default_rng(11)
-    for _ in range(10):
-        k = int(rng.integers(33, 2000))
-        a = (rng.integers(2**23, 2**24, (3, k)) * (1 - 2 * (rng.random((3, k)) < 0.02))).astype(np.float32)
-        b = rng.integers(2**23, 2**24, (k, 3)).astype(np.float32)
+    for a, b in large_sum_inputs(11, 10):
         assert same(repro_matmul(torch.from_numpy(a), torch.from_numpy(b)), ref_matmul(a, b))
-    a = np.array([[2.0**23] * 513 + [1.0]], dtype=np.float32)
-    b = np.array([[2.0**23]] * 512 + [[2.0**8], [1.0]], dtype=np.float32)
-    assert repro_matmul(torch.from_numpy(a), torch.from_numpy(b)).item() == 2.0**55 + 2.0**32
+    assert repro_matmul(torch.from_numpy(TIE_A), torch.from_numpy(TIE_B)).item() == 2.0**55 + 2.0**32
 
 
 def test_residue_path_at_the_largest_contraction(forced: None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -167,19 +168,27 @@ def test_matmul_wide_k_matches_reference(ab: tuple[np.ndarray[Any, Any], np.ndar
     assert same(repro_matmul(torch.from_numpy(a), torch.from_numpy(b)), ref_matmul(a, b))
 
 
-def test_matmul_round_to_odd_path() -> None:
-    """|N| >= 2**53 with a nonzero TwoSum error, incl. values whose 53-bit rounding lands on a float32 tie."""
-    rng = np.random.default_rng(7)
-    for _ in range(30):
+def large_sum_inputs(seed: int, count: int) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+    """Products whose |N| passes 2**53 (full 24-bit significands, same-sign heavy, K from 33 to 2000)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
         k = int(rng.integers(33, 2000))
         a = (rng.integers(2**23, 2**24, (3, k)) * (1 - 2 * (rng.random((3, k)) < 0.02))).astype(np.float32)
-        b = rng.integers(2**23, 2**24, (k, 3)).astype(np.float32)
+        yield a, rng.integers(2**23, 2**24, (k, 3)).astype(np.float32)
+
+
+# crafted tie: block maxima 2**23 make the aligned integers equal the values (unit 1), so
+# N = 512 * 2**46 + 2**31 + 1 = 2**55 + 2**31 + 1, which RNE at 53 bits turns into the float32 tie
+# 2**55 + 2**31; one rounding must give 2**55 + 2**32, double rounding would give 2**55
+TIE_A = np.array([[2.0**23] * 513 + [1.0]], dtype=np.float32)
+TIE_B = np.array([[2.0**23]] * 512 + [[2.0**8], [1.0]], dtype=np.float32)
+
+
+def test_matmul_round_to_odd_path() -> None:
+    """|N| >= 2**53 with a nonzero TwoSum error, incl. values whose 53-bit rounding lands on a float32 tie."""
+    for a, b in large_sum_inputs(7, 30):
         assert same(repro_matmul(torch.from_numpy(a), torch.from_numpy(b)), ref_matmul(a, b))
-    # crafted tie: block maxima 2**23 make the aligned integers equal the values (unit 1), so
-    # N = 512 * 2**46 + 2**31 + 1 = 2**55 + 2**31 + 1, which RNE at 53 bits turns into the float32 tie
-    # 2**55 + 2**31; one rounding must give 2**55 + 2**32, double rounding would give 2**55
-    a = np.array([[2.0**23] * 513 + [1.0]], dtype=np.float32)
-    b = np.array([[2.0**23]] * 512 + [[2.0**8], [1.0]], dtype=np.float32)
+    a, b = TIE_A, TIE_B
     got = repro_matmul(torch.from_numpy(a), torch.from_numpy(b)).item()
     assert got == ref_matmul(a, b)[0, 0] == 2.0**55 + 2.0**32
 
