@@ -48,6 +48,7 @@ from gensyn_py.proof.onchain_trace import (  # noqa: E402
     ref_of,
     tensor_ref,
 )
+from gensyn_py.proof.packed_moves import pack_element_check  # noqa: E402
 from gensyn_py.proof.prefix_sums import open_partial, prefix_root  # noqa: E402
 from gensyn_py.proof.step_trace import trace_step  # noqa: E402
 from gensyn_py.proof.trace import Trace  # noqa: E402
@@ -103,8 +104,8 @@ def main() -> None:
         for code in ("add", "mul"):
             i = next(i for i, o in enumerate(tr.ops) if o.code == code)
             arg = element_check(tr, i, 0)
-            rows.append((f"ElementStep.check, {code} (opens 3 elements + op leaf)", len(arg[4][3]),
-                         es.check(tr.root, arg).estimate_gas()))
+            rows.append((f"ElementStep.check, {code} (opens 3 elements + op leaf, packed)", len(arg[4][3]),
+                         es.check(tr.root, pack_element_check(arg)).estimate_gas()))
         ds = _deploy(w3, artifacts["DotElementStepHarness"]).functions
         move = dot_move(tr, mm, 5, len(partial) // 2)
         rows.append((f"DotElementStep.check, matmul K = {len(partial)} (+ 2 witnesses)", len(move[4][1][3]),

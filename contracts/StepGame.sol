@@ -6,11 +6,12 @@ import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProo
 import {IStepGame, OutputReveal} from "./interfaces/IStepGame.sol";
 import {Bisection} from "./libraries/Bisection.sol";
 import {OutputDescent} from "./libraries/OutputDescent.sol";
+import {PackedMoves} from "./libraries/PackedMoves.sol";
 import {TraceProofs} from "./libraries/TraceProofs.sol";
 import {DotReferee} from "./referee/DotReferee.sol";
 import {ElementReferee} from "./referee/ElementReferee.sol";
 import {MoveReferee} from "./referee/MoveReferee.sol";
-import {ElementCheck, MoveCheck, OpOpening} from "./types/Trace.sol";
+import {MoveCheck, OpOpening} from "./types/Trace.sol";
 import {StepGameBase} from "./step/StepGameBase.sol";
 import {StepGameDots} from "./step/StepGameDots.sol";
 import {StepGameRows} from "./step/StepGameRows.sol";
@@ -182,11 +183,12 @@ contract StepGame is StepGameRows, StepGameDots {
     }
 
     /// @notice An output element of the opened (elementwise) op is not what the rule computes from its inputs:
-    ///         `c` gives the opened op leaf with no path (the referee proves it against the opened leaf's hash as a
-    ///         one-leaf tree), the input elements and the claimant's output element (`ElementStep.check`). The same
-    ///         holds for every `DotMove` below.
-    function refuteElement(uint256 gameId, ElementCheck calldata c) external {
-        _refuteByReferee(gameId, c.op.index, address(elements), ElementReferee.check.selector, Reason.WrongElement);
+    ///         `move` is packed (`ElementStep.check`, `contracts/libraries/PackedMoves.sol`): the opened op leaf with
+    ///         a path of depth 0 (the referee proves it against the opened leaf's hash as a one-leaf tree), the
+    ///         claimant's output element and the input elements. The same holds for every `DotMove` below.
+    function refuteElement(uint256 gameId, bytes calldata move) external {
+        uint256 index = PackedMoves.word(move, 0);
+        _refuteByReferee(gameId, index, address(elements), ElementReferee.check.selector, Reason.WrongElement);
     }
 
     /// @notice An output element of the opened data-movement, constant or index-map op is not the input element it
@@ -267,9 +269,9 @@ contract StepGame is StepGameRows, StepGameDots {
         Bisection.Game storage g = s.g;
         address loser = g.outOfTime();
         s.stage = Stage.Decided;
-        address winner = loser == g.claimant ? g.counter : g.claimant;
-        s.winner = winner;
-        emit GameDecided(gameId, winner, loser, Reason.Timeout);
+        bool claimantLost = loser == g.claimant;
+        s.won = claimantLost ? WON_COUNTER : WON_CLAIMANT;
+        emit GameDecided(gameId, claimantLost ? g.counter : g.claimant, loser, Reason.Timeout);
     }
 
     // ---- views ----
@@ -283,7 +285,13 @@ contract StepGame is StepGameRows, StepGameDots {
     /// @inheritdoc IStepGame
     function resultOf(uint256 gameId) external view returns (bool decided, address winner) {
         Game storage s = _game(gameId);
-        return (s.stage == Stage.Decided, s.winner);
+        winner =
+            s.won == WON_CLAIMANT
+                ? s.g.claimant
+                : s.won == WON_COUNTER
+                    ? s.g.counter
+                    : address(0);
+        return (s.stage == Stage.Decided, winner);
     }
 
     /// @notice A game's stage, interval, agreed root and both sides' roots at `hi`.

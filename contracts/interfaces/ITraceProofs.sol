@@ -44,4 +44,6 @@ interface ITraceProofs {
     error BadMove(bytes32 codeHash);
     /// @notice Thrown when a claimed block exponent is not the exponent field `found` of its witness entry.
     error BlockNotReached(uint256 claimed, uint256 found);
+    /// @notice Thrown when a packed move (`PackedMoves`) ends before the word at byte `at` (its length `length`).
+    error Truncated(uint256 at, uint256 length);
 }

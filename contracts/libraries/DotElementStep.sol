@@ -2,6 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {ExactDot} from "./ExactDot.sol";
+import {PackedMoves} from "./PackedMoves.sol";
 import {TraceProofs} from "./TraceProofs.sol";
 import {ITraceProofs} from "../interfaces/ITraceProofs.sol";
 import {BlockWitness, DotMove, DotStepValues, TensorRef} from "../types/Trace.sol";
@@ -20,23 +21,56 @@ library DotElementStep {
     /// @dev The block exponent of float32 1.0 (the ones of a sum, the members of an index_sum's one-hot row).
     uint256 internal constant ONE_BLOCK = 127;
 
-    /// @notice Prove step `m.step.k` of `m` in `traceRoot` and its block exponents; return the multiply-add the
-    ///         rule gives and the committed partial[k] (the mover's prefix root's). Equal: the step is right.
+    /// @dev Byte offsets of a packed multiply-add's head words (`multiplyAdd`), and of its op leaf.
+    uint256 internal constant AT_ELEMENT = 0;
+    uint256 internal constant AT_K = 32;
+    uint256 internal constant AT_BLOCK_A = 64;
+    uint256 internal constant AT_BLOCK_B = 96;
+    uint256 internal constant AT_PREV = 128;
+    uint256 internal constant AT_CUR = 160;
+    uint256 internal constant AT_ROWS = 192;
+    uint256 internal constant AT_OP = 224;
+
+    /// @notice Prove step `m.step.k` of `m` in `traceRoot` and its block exponents, the prefix sums in the mover's
+    ///         prefix root; return the multiply-add the rule gives and the committed partial[k]. Equal: the step
+    ///         is right. (Every proof in one move: a game binds the sums by its bisection instead, `multiplyAdd`.)
     function check(bytes32 traceRoot, DotMove calldata m) internal pure returns (int256 expected, int256 committed) {
-        (expected, committed) = multiplyAdd(traceRoot, m);
+        DotStepValues memory v = TraceProofs.openDotStep(traceRoot, m.op, m.ins, m.rows, m.element, m.step);
+        expected = _mulAdd(v.prev, v.aBits, v.bBits, m.blockA, m.blockB);
+        committed = v.cur;
         witness(m);
     }
 
-    /// @notice `check` without the block exponents' witnesses, for a caller that already holds them proven.
+    /// @notice Multiply-add k of a dot element, packed (`PackedMoves`): the head words element, k, block exponents
+    ///         EA and EB, partial[k-1] (0 when k = 0), partial[k] and rows (index_sum's attribute, else 0); the op
+    ///         leaf and its path; then each input's header and the operand step k reads in it (a_k in input 0, b_k
+    ///         in input 1; a sum has one input). Returns the rule's partial[k] from partial[k-1] and the given
+    ///         partial[k]. The sums and the block exponents are the caller's to bind (a game holds them from its
+    ///         bisection and the claimant's answer).
     function multiplyAdd(
         bytes32 traceRoot,
-        DotMove calldata m
+        bytes calldata m
     ) internal pure returns (int256 expected, int256 committed) {
-        DotStepValues memory v = TraceProofs.openDotStep(traceRoot, m.op, m.ins, m.rows, m.element, m.step);
-        int256 a = ExactDot.align(uint32(v.aBits), m.blockA);
-        int256 b = ExactDot.align(uint32(v.bBits), m.blockB);
-        expected = ExactDot.mulAdd(v.prev, a, b);
-        committed = v.cur;
+        bytes32 code = bytes32(PackedMoves.word(m, AT_OP + 32));
+        (PackedMoves.Opened memory a, PackedMoves.Opened memory b) = _opened(traceRoot, m, code);
+        (uint256 aBits, uint256 bBits) = _operandBits(m, code, a, b);
+        int256 prev = int256(PackedMoves.word(m, AT_PREV));
+        expected = _mulAdd(prev, aBits, bBits, PackedMoves.word(m, AT_BLOCK_A), PackedMoves.word(m, AT_BLOCK_B));
+        committed = int256(PackedMoves.word(m, AT_CUR));
+    }
+
+    /// @dev The op leaf of a packed multiply-add, proven in `traceRoot`, and the operands opened after it (`b` is
+    ///      `a` for a sum, which has one input), each of its input's dtype and proven against its root.
+    function _opened(
+        bytes32 traceRoot,
+        bytes calldata m,
+        bytes32 code
+    ) private pure returns (PackedMoves.Opened memory a, PackedMoves.Opened memory b) {
+        (uint256 count, uint256 dtypeA, uint256 dtypeB) = TraceProofs.dotInputs(code);
+        (, uint256 at) = PackedMoves.op(m, AT_OP, count, traceRoot);
+        a = PackedMoves.open(m, at, PackedMoves.inputRoot(m, AT_OP, 0));
+        b = count == 2 ? PackedMoves.open(m, a.next, PackedMoves.inputRoot(m, AT_OP, 1)) : a;
+        if (a.dtype != dtypeA || (count == 2 && b.dtype != dtypeB)) revert ITraceProofs.BadDotInputs(code);
     }
 
     /// @notice The element the rule gives for the full sum N = partial[K-1] at block exponents (EA, EB): one
@@ -77,6 +111,53 @@ library DotElementStep {
             );
             _reached(m.ins[1], m.bMax, gi, m.blockB);
         }
+    }
+
+    /// @dev partial[k-1] + align(a_k, EA) * align(b_k, EB): the rule's partial[k].
+    function _mulAdd(
+        int256 prev,
+        uint256 aBits,
+        uint256 bBits,
+        uint256 blockA,
+        uint256 blockB
+    ) private pure returns (int256) {
+        return ExactDot.mulAdd(prev, ExactDot.align(uint32(aBits), blockA), ExactDot.align(uint32(bBits), blockB));
+    }
+
+    /// @dev The float32 bits of a_k and b_k from the opened `a` and `b` (`a` again for a sum, whose B is ones),
+    ///      which must be the elements step k reads (`TraceProofs.dotOperands`).
+    function _operandBits(
+        bytes calldata m,
+        bytes32 code,
+        PackedMoves.Opened memory a,
+        PackedMoves.Opened memory b
+    ) private pure returns (uint256 aBits, uint256 bBits) {
+        uint256[] calldata bShape = PackedMoves.shapeOf(m, b);
+        (uint256 aIndex, uint256 bIndex) = _indices(m, code, PackedMoves.shapeOf(m, a), bShape);
+        // INVARIANT: the contract opens exactly the elements step k reads, never ones a party picked.
+        if (a.element != aIndex) revert ITraceProofs.WrongOperand(a.element, aIndex);
+        aBits = a.bits;
+        // index_sum's A is the one-hot row of its indices: 1.0 where idx[k] is the element's output row, else 0.
+        if (code == TraceProofs.INDEX_SUM) {
+            aBits = aBits == PackedMoves.word(m, AT_ELEMENT) / bShape[1] ? TraceProofs.FLOAT32_ONE : 0;
+        }
+        if (code == TraceProofs.SUM) return (aBits, TraceProofs.FLOAT32_ONE); // B is ones, never opened
+        if (b.element != bIndex) revert ITraceProofs.WrongOperand(b.element, bIndex);
+        bBits = b.bits;
+    }
+
+    /// @dev The indices step k reads (`TraceProofs.dotOperands`) in inputs of shapes `aShape` and `bShape`.
+    function _indices(
+        bytes calldata m,
+        bytes32 code,
+        uint256[] calldata aShape,
+        uint256[] calldata bShape
+    ) private pure returns (uint256 aIndex, uint256 bIndex) {
+        bytes32 attrs = bytes32(PackedMoves.word(m, AT_OP + 64));
+        uint256 rows = PackedMoves.word(m, AT_ROWS);
+        uint256 element = PackedMoves.word(m, AT_ELEMENT);
+        uint256 k = PackedMoves.word(m, AT_K);
+        (aIndex, bIndex, ) = TraceProofs.dotOperands(code, attrs, rows, aShape, bShape, element, k);
     }
 
     function _reached(TensorRef calldata t, BlockWitness calldata w, uint256 index, uint256 claimed) private pure {

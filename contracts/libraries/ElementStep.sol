@@ -2,9 +2,9 @@
 pragma solidity ^0.8.24;
 
 import {Float32} from "./Float32.sol";
+import {PackedMoves} from "./PackedMoves.sol";
 import {TraceProofs} from "./TraceProofs.sol";
 import {ITraceProofs} from "../interfaces/ITraceProofs.sol";
-import {ElementCheck, ElementOpening, OpOpening, TensorRef} from "../types/Trace.sol";
 
 /// @title ElementStep: the last move of a repro dispute over an elementwise op, recomputed on-chain.
 /// @notice When a dispute has narrowed to one output element of one elementwise op of a traced step (docs/repro.md
@@ -87,11 +87,18 @@ library ElementStep {
     }
 
     /// @notice Whether two shapes are the same (then broadcasting maps every element to itself).
-    function sameShape(uint256[] calldata a, uint256[] calldata b) internal pure returns (bool) {
-        uint256 n = a.length;
-        if (b.length != n) return false;
-        for (uint256 d; d < n; ++d) if (a[d] != b[d]) return false;
-        return true;
+    function sameShape(uint256[] calldata a, uint256[] calldata b) internal pure returns (bool same) {
+        // solhint-disable-next-line no-inline-assembly
+        assembly {
+            same := eq(a.length, b.length)
+            for {
+                let i := 0
+            } and(same, lt(i, a.length)) {
+                i := add(i, 1)
+            } {
+                same := eq(calldataload(add(a.offset, shl(5, i))), calldataload(add(b.offset, shl(5, i))))
+            }
+        }
     }
 
     /// @notice Recompute one output element of elementwise op `code` from its input elements' raw bits `x`
@@ -199,49 +206,75 @@ library ElementStep {
             );
     }
 
-    /// @notice The whole last move over an elementwise op of the trace with root `traceRoot` (see `ElementCheck`):
-    ///         prove the op leaf, the input headers, the input elements the output element reads and that output
-    ///         element; recompute it. Returns the recomputed and the committed output bits and the output dtype;
-    ///         the committed output is right exactly when `same(outDtype, expected, committed)`.
+    /// @notice The whole last move over an elementwise op of the trace with root `traceRoot`, packed
+    ///         (`PackedMoves`): the op leaf and its path; clamp's two bounds as doubles in one word (lo << 64 | hi;
+    ///         zero for the other ops); the output header and the output element opened; then each input's header
+    ///         and the input element that output element reads, in the op's order. The roots are the op leaf's.
+    ///         Returns the recomputed and the committed output bits and the output dtype; the committed output is
+    ///         right exactly when `same(outDtype, expected, committed)`.
     function check(
         bytes32 traceRoot,
-        ElementCheck calldata c
+        bytes calldata m
     ) internal pure returns (uint256 expected, uint256 committed, uint256 outDtype) {
-        OpOpening calldata op = c.op;
-        if (!TraceProofs.verifyOp(traceRoot, op)) revert ITraceProofs.OpNotInTrace(op.index);
+        bytes32 code = bytes32(PackedMoves.word(m, 32));
         uint256 count;
-        (outDtype, count) = signature(op.codeHash);
-        if (c.ins.length != count || op.inputs.length != count || c.inEls.length != count)
-            revert ITraceProofs.BadElementInputs(op.codeHash, c.ins.length);
-        // INVARIANT: attributes are the committed ones (clamp's bounds), or there are none.
-        bytes32 attrs = op.codeHash == CLAMP ? clampAttrsHash(c.bounds[0], c.bounds[1]) : NO_ATTRS;
-        if (attrs != op.attrsHash) revert ITraceProofs.BadAttributes(op.attrsHash);
-        if (c.out.root != op.outputRoot || c.out.dtype != outDtype) revert ITraceProofs.OutputMismatch(op.index);
-        (uint256[] memory x, uint256[] memory dtypes) = _operands(c);
-        expected = compute(op.codeHash, x, dtypes, toFloat32(c.bounds[0]), toFloat32(c.bounds[1]));
-        committed = TraceProofs.elementBits(c.out, c.outEl);
+        (outDtype, count) = signature(code);
+        uint256 at = _opAndAttributes(traceRoot, m, code, count); // the bounds word
+        // INVARIANT: the output header is of the op's dtype (checked before any opening is hashed).
+        if (PackedMoves.word(m, at + 32) != outDtype) revert ITraceProofs.OutputMismatch(PackedMoves.word(m, 0));
+        PackedMoves.Opened memory out = PackedMoves.open(m, at + 32, PackedMoves.outputRoot(m, 0, count));
+        committed = out.bits;
+        (uint256[] memory x, uint256[] memory dtypes) = _operands(m, out, count);
+        uint256 bounds = PackedMoves.word(m, at);
+        (uint32 lo, uint32 hi) = code == CLAMP ? (toFloat32(uint64(bounds >> 64)), toFloat32(uint64(bounds))) : (0, 0);
+        expected = compute(code, x, dtypes, lo, hi);
     }
 
-    /// @dev The input elements output element `c.outEl.element` reads, each proven against its input root.
-    function _operands(ElementCheck calldata c) private pure returns (uint256[] memory x, uint256[] memory dtypes) {
-        // Each nested calldata member read once: every access through `c` decodes and checks its offsets again.
-        uint256[] calldata outShape = c.out.shape;
-        uint256 element = c.outEl.element;
-        uint256 count = c.ins.length;
+    /// @dev The op leaf at byte 0 of `m` is in `traceRoot`, and its attributes are clamp's bounds (the word after
+    ///      its path, returned as a byte offset) or none.
+    function _opAndAttributes(
+        bytes32 traceRoot,
+        bytes calldata m,
+        bytes32 code,
+        uint256 count
+    ) private pure returns (uint256 at) {
+        (, at) = PackedMoves.op(m, 0, count, traceRoot);
+        uint256 bounds = PackedMoves.word(m, at);
+        // INVARIANT: attributes are the committed ones (clamp's bounds), or there are none.
+        bytes32 attrs = bytes32(PackedMoves.word(m, 64));
+        bytes32 given = code == CLAMP ? clampAttrsHash(uint64(bounds >> 64), uint64(bounds)) : NO_ATTRS;
+        if (given != attrs) revert ITraceProofs.BadAttributes(attrs);
+    }
+
+    /// @dev The input elements the opened output element `out` reads (numpy broadcasting), opened after it in
+    ///      the op's order and each proven against the op leaf's root of that input; and their dtypes.
+    function _operands(
+        bytes calldata m,
+        PackedMoves.Opened memory out,
+        uint256 count
+    ) private pure returns (uint256[] memory x, uint256[] memory dtypes) {
         x = new uint256[](count);
         dtypes = new uint256[](count);
+        uint256 at = out.next;
         for (uint256 j; j < count; ++j) {
-            TensorRef calldata t = c.ins[j];
-            ElementOpening calldata opening = c.inEls[j];
+            PackedMoves.Opened memory o = PackedMoves.open(m, at, PackedMoves.inputRoot(m, 0, j));
+            uint256 want = _reads(m, out, o);
             // INVARIANT: each operand is the committed input tensor, opened where the output element reads it.
-            if (t.root != c.op.inputs[j].root) revert ITraceProofs.InputRootMismatch(j);
-            uint256[] calldata inShape = t.shape;
-            // An input of the output's own shape reads the output's element (no broadcast walk: ~650 gas each).
-            uint256 want = sameShape(outShape, inShape) ? element : broadcastIndex(outShape, inShape, element);
-            if (opening.element != want) revert ITraceProofs.WrongOperand(opening.element, want);
-            x[j] = TraceProofs.elementBits(t, opening);
-            dtypes[j] = t.dtype;
+            if (o.element != want) revert ITraceProofs.WrongOperand(o.element, want);
+            (x[j], dtypes[j], at) = (o.bits, o.dtype, o.next);
         }
+    }
+
+    /// @dev The element of input `o` that output element `out` reads: the same element for an input of the
+    ///      output's shape (no broadcast walk: ~650 gas each).
+    function _reads(
+        bytes calldata m,
+        PackedMoves.Opened memory out,
+        PackedMoves.Opened memory o
+    ) private pure returns (uint256) {
+        uint256[] calldata outShape = PackedMoves.shapeOf(m, out);
+        uint256[] calldata inShape = PackedMoves.shapeOf(m, o);
+        return sameShape(outShape, inShape) ? out.element : broadcastIndex(outShape, inShape, out.element);
     }
 
     function _decimal(uint256 v) private pure returns (bytes memory s) {

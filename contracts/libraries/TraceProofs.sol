@@ -88,24 +88,52 @@ library TraceProofs {
     ///         a uint32, int64 as a uint64, bool as its one byte (little-endian in the chunk).
     /// @dev Reverts with a named error on any mismatch, so a caller never holds unproven bits.
     function elementBits(TensorRef calldata t, ElementOpening calldata o) internal pure returns (uint256 bits) {
-        uint256 item = itemSize(t.dtype);
         uint256 n = numel(t.shape);
-        uint256 element = o.element;
+        if (o.element >= n) revert ITraceProofs.ElementOutOfRange(o.element, n);
+        uint256 expected = (o.element * itemSize(t.dtype)) / CHUNK_BYTES;
+        // INVARIANT: the chunk is the one holding the element; its leaf carries that index (position binding).
+        if (o.chunkIndex != expected) revert ITraceProofs.WrongChunkIndex(o.chunkIndex, expected);
+        return elementBitsAt(t.root, t.dtype, t.shape, o.element, o.chunk, o.proof);
+    }
+
+    /// @notice `elementBits` from the pieces: element `element` of the tensor with root `root`, dtype `dtype` and
+    ///         shape `shape`, in `chunk` (the one holding it: its index is the element's) with path `proof`.
+    function elementBitsAt(
+        bytes32 root,
+        uint256 dtype,
+        uint256[] calldata shape,
+        uint256 element,
+        bytes32 chunk,
+        bytes32[] calldata proof
+    ) internal pure returns (uint256 bits) {
+        uint256 item = itemSize(dtype);
+        uint256 n = numel(shape);
         // INVARIANT: only an element inside the committed shape opens (the padding after it is no element).
         if (element >= n) revert ITraceProofs.ElementOutOfRange(element, n);
         uint256 offset = element * item;
-        uint256 chunkIndex = o.chunkIndex;
-        bytes32 chunk = o.chunk;
-        // INVARIANT: the chunk is the one holding the element; its leaf carries that index (position binding).
-        if (chunkIndex != offset / CHUNK_BYTES) revert ITraceProofs.WrongChunkIndex(chunkIndex, offset / CHUNK_BYTES);
-        bytes32 dataRoot = MerkleProof.processProofCalldata(o.proof, chunkLeaf(chunkIndex, chunk));
-        bytes32 computed = tensorRoot(t.dtype, t.shape, dataRoot);
+        bytes32 dataRoot = MerkleProof.processProofCalldata(proof, chunkLeaf(offset / CHUNK_BYTES, chunk));
+        bytes32 computed = tensorRoot(dtype, shape, dataRoot);
         // INVARIANT: the chunk, the dtype and the shape are the committed ones.
-        if (computed != t.root) revert ITraceProofs.TensorRootMismatch(computed, t.root);
-        unchecked {
-            // The element's `item` bytes, big-endian in the word from byte `at` on, read back little-endian.
-            uint256 word = uint256(chunk) >> (8 * (CHUNK_BYTES - (offset % CHUNK_BYTES) - item));
-            for (uint256 b; b < item; ++b) bits |= ((word >> (8 * (item - 1 - b))) & 0xff) << (8 * b);
+        if (computed != root) revert ITraceProofs.TensorRootMismatch(computed, root);
+        return bitsIn(chunk, offset, item);
+    }
+
+    /// @notice The raw bits of the `item`-byte element at byte `offset` of the tensor, from its chunk (the one
+    ///         holding that byte): little-endian in the chunk, as the tensor's bytes are.
+    function bitsIn(bytes32 chunk, uint256 offset, uint256 item) internal pure returns (uint256 bits) {
+        // solhint-disable-next-line no-inline-assembly
+        assembly {
+            // The element's `item` (1, 4 or 8) bytes, big-endian in the chunk from byte offset % 32 on, brought to
+            // the low end of a word, then their order reversed (little-endian) by swapping bytes, pairs, quads.
+            let w := shr(shl(3, sub(32, add(mod(offset, 32), item))), chunk)
+            w := and(w, sub(shl(shl(3, item), 1), 1))
+            if gt(item, 1) {
+                w := or(shr(8, and(w, 0xff00ff00ff00ff00)), shl(8, and(w, 0x00ff00ff00ff00ff)))
+                w := or(shr(16, and(w, 0xffff0000ffff0000)), shl(16, and(w, 0x0000ffff0000ffff)))
+                w := or(shr(32, and(w, 0xffffffff00000000)), shl(32, and(w, 0x00000000ffffffff)))
+                w := shr(shl(3, sub(8, item)), w) // a 4-byte item was reversed as 8 bytes: drop the 4 zero bytes
+            }
+            bits := w
         }
     }
 
@@ -271,7 +299,8 @@ library TraceProofs {
         }
     }
 
-    /// @dev The operand indices of step k by op code (the op's inputs and attribute checked), and K into `v`.
+    /// @dev The operand indices of step k by op code (the op's inputs and attribute checked), and K into `v`;
+    ///      B's input is input 1 (a sum has no B).
     function _operands(
         OpOpening calldata op,
         TensorRef[] calldata ins,
@@ -280,36 +309,53 @@ library TraceProofs {
         uint256 k,
         DotStepValues memory v
     ) private pure returns (uint256 aIndex, uint256 bIndex, uint256 bInput) {
-        bytes32 code = op.codeHash;
-        if (code == MATMUL) {
-            _requireInputs(ins, 2, DTYPE_FLOAT32, code);
-            (aIndex, bIndex, v.length) = matmulOperands(ins[0].shape, ins[1].shape, element, k);
-            return (aIndex, bIndex, 1);
+        uint256[] calldata bShape = _checkedInputs(op.codeHash, ins) == 2 ? ins[1].shape : ins[0].shape;
+        (aIndex, bIndex, v.length) = dotOperands(op.codeHash, op.attrsHash, rows, ins[0].shape, bShape, element, k);
+        bInput = 1;
+    }
+
+    /// @dev `ins` are as many as dot op `code` has, of its dtypes; returns how many.
+    function _checkedInputs(bytes32 code, TensorRef[] calldata ins) private pure returns (uint256 count) {
+        uint256 dtypeA;
+        uint256 dtypeB;
+        (count, dtypeA, dtypeB) = dotInputs(code);
+        if (ins.length != count || ins[0].dtype != dtypeA || (count == 2 && ins[1].dtype != dtypeB)) {
+            revert ITraceProofs.BadDotInputs(code);
         }
-        if (code == SUM) {
-            _requireInputs(ins, 1, DTYPE_FLOAT32, code);
-            if (op.attrsHash != SUM_DIM0 && op.attrsHash != SUM_DIM1) revert ITraceProofs.BadDotInputs(code);
-            (aIndex, v.length) = sumOperand(ins[0].shape, op.attrsHash == SUM_DIM1 ? 1 : 0, element, k);
-            return (aIndex, 0, 0);
-        }
-        if (code == INDEX_SUM) {
-            if (ins.length != 2 || ins[0].dtype != DTYPE_INT64 || ins[1].dtype != DTYPE_FLOAT32) {
-                revert ITraceProofs.BadDotInputs(code);
-            }
-            // INVARIANT: `rows` is the op's committed attribute, not a number a party chose.
-            if (op.attrsHash != keccak256(abi.encodePacked("[", Strings.toString(rows), "]"))) {
-                revert ITraceProofs.BadDotInputs(code);
-            }
-            (aIndex, bIndex, v.length) = indexSumOperands(ins[0].shape, ins[1].shape, rows, element, k);
-            return (aIndex, bIndex, 1);
-        }
+    }
+
+    /// @notice A dot op's inputs: how many, and the dtype of A and of B (matmul: two float32; sum: one float32;
+    ///         index_sum: int64 indices and float32 rows). Reverts `NotADotOp` for any other op.
+    function dotInputs(bytes32 code) internal pure returns (uint256 count, uint256 dtypeA, uint256 dtypeB) {
+        if (code == MATMUL) return (2, DTYPE_FLOAT32, DTYPE_FLOAT32);
+        if (code == SUM) return (1, DTYPE_FLOAT32, 0);
+        if (code == INDEX_SUM) return (2, DTYPE_INT64, DTYPE_FLOAT32);
         revert ITraceProofs.NotADotOp(code);
     }
 
-    /// @dev `count` inputs, all of `dtype`: what a matmul (2) or sum (1) of the trace has.
-    function _requireInputs(TensorRef[] calldata ins, uint256 count, uint256 dtype, bytes32 code) private pure {
-        if (ins.length != count) revert ITraceProofs.BadDotInputs(code);
-        for (uint256 j; j < count; ++j) if (ins[j].dtype != dtype) revert ITraceProofs.BadDotInputs(code);
+    /// @notice The flat indices of a_k and b_k (b_k unused for a sum, whose B is ones) of output element `element`
+    ///         of dot op `code` with attribute hash `attrs` over inputs of shapes `aShape`, `bShape`; and K.
+    /// @param rows index_sum's one attribute (its number of output rows), checked against `attrs`; else unused.
+    function dotOperands(
+        bytes32 code,
+        bytes32 attrs,
+        uint256 rows,
+        uint256[] calldata aShape,
+        uint256[] calldata bShape,
+        uint256 element,
+        uint256 k
+    ) internal pure returns (uint256 aIndex, uint256 bIndex, uint256 length) {
+        if (code == MATMUL) return matmulOperands(aShape, bShape, element, k);
+        if (code == SUM) {
+            if (attrs != SUM_DIM0 && attrs != SUM_DIM1) revert ITraceProofs.BadDotInputs(code);
+            (aIndex, length) = sumOperand(aShape, attrs == SUM_DIM1 ? 1 : 0, element, k);
+            return (aIndex, 0, length);
+        }
+        // INVARIANT: `rows` is the op's committed attribute, not a number a party chose.
+        if (code != INDEX_SUM || attrs != keccak256(abi.encodePacked("[", Strings.toString(rows), "]"))) {
+            revert ITraceProofs.BadDotInputs(code);
+        }
+        return indexSumOperands(aShape, bShape, rows, element, k);
     }
 
     /// @dev partial[k] (and partial[k-1] for k > 0) opened at their own steps in the prefix-sum root.

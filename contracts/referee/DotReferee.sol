@@ -89,10 +89,10 @@ contract DotReferee {
         bits = TraceProofs.elementBits(m.ins[input], w.opening);
     }
 
-    /// @notice Multiply-add `m.step.k` at the block exponents `m.blockA`, `m.blockB`: the rule's partial[k] from
-    ///         partial[k-1], a_k and b_k, and the committed one. The block exponents are not witnessed again (the
-    ///         caller holds them from `answer`), so `m.aMax` and `m.bMax` are unused.
-    function step(bytes32 traceRoot, DotMove calldata m) external pure returns (int256 expected, int256 committed) {
+    /// @notice Multiply-add k of a dot element, packed (`DotElementStep.multiplyAdd`): the rule's partial[k] from
+    ///         the given partial[k-1], a_k and b_k at the given block exponents, and the given partial[k]. The game
+    ///         binds the sums (its bisection) and the block exponents (witnessed with the claimant's answer).
+    function step(bytes32 traceRoot, bytes calldata m) external pure returns (int256 expected, int256 committed) {
         return DotElementStep.multiplyAdd(traceRoot, m);
     }
 

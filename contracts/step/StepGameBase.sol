@@ -36,18 +36,22 @@ abstract contract StepGameBase is IStepGame {
         bytes32 program;
         bytes32 inputs;
         bytes32 opened; // the claimant's leaf of the disputed op
-        uint256 element; // the disputed output element of a dot op
-        int256 sum; // the claimant's N for it
+        int256 sum; // the claimant's N for the disputed dot element
         int256 counterSum; // the counter's
-        // One slot from here on: the deciding move writes `stage` and `winner` together (a fresh slot would cost
-        // the move 20,000 gas more).
-        address winner; // once decided; zero for a game decided without a winner (`Reason.NonFiniteDot`)
+        // One slot from here on: the deciding move reads the stage, the element and the block exponents and writes
+        // the stage and the winner, all in one slot (a fresh slot would cost the move 20,000 gas more, a cold one
+        // 2,100 more to read).
+        uint8 won; // once decided: WON_CLAIMANT, WON_COUNTER, or 0 for a game decided without a winner
+        uint64 element; // the disputed output element of a dot op or a row maximum (elements are counted in uint64)
         uint32 length; // K: the multiply-adds of that element
         uint16 blockA; // the claimant's block exponents
         uint16 blockB;
         uint8 depth;
         Stage stage;
     }
+
+    uint8 internal constant WON_CLAIMANT = 1;
+    uint8 internal constant WON_COUNTER = 2;
 
     /// @notice Who may open games: the contract that binds the traces to commitments (the deployer until then).
     address public immutable opener;
@@ -128,7 +132,7 @@ abstract contract StepGameBase is IStepGame {
     function _decide(uint256 gameId, Game storage s, bool refuted, Reason reason) internal {
         if (!refuted) revert NotRefuted(gameId, reason);
         s.stage = Stage.Decided;
-        s.winner = s.g.counter;
+        s.won = WON_COUNTER;
         emit GameDecided(gameId, s.g.counter, s.g.claimant, reason);
     }
 }

@@ -3,6 +3,8 @@ pragma solidity ^0.8.24;
 
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {Bisection} from "../libraries/Bisection.sol";
+import {DotElementStep} from "../libraries/DotElementStep.sol";
+import {PackedMoves} from "../libraries/PackedMoves.sol";
 import {TraceProofs} from "../libraries/TraceProofs.sol";
 import {DotReferee} from "../referee/DotReferee.sol";
 import {BlockWitness, DotMove, ElementOpening, OpOpening, TensorRef} from "../types/Trace.sol";
@@ -29,7 +31,7 @@ abstract contract StepGameDots is StepGameBase {
         // INVARIANT: the claimant is asked only about an element its committed output has (else it could not answer).
         uint256 numel = _descents[gameId].numel;
         if (element >= numel) revert NoSuchElement(element, numel);
-        s.element = element;
+        s.element = uint64(element); // below numel, a uint64
         s.counterSum = n;
         // The ops bisection is over: its pending slot keeps the counter's midpoint until the claimant answers.
         s.g.pendingRoot = atMid;
@@ -118,17 +120,23 @@ abstract contract StepGameDots is StepGameBase {
 
     /// @notice Multiply-add k = lo is wrong: from the agreed sum of the first k products, a_k and b_k (opened in
     ///         the op's inputs) and the claimant's block exponents, the rule does not give the claimant's sum of
-    ///         k + 1 (`DotReferee.step`; `m.step` opens both sums in a prefix root of those two leaves).
-    function refuteDotStep(uint256 gameId, DotMove calldata m) external {
+    ///         k + 1. `move` is packed (`DotElementStep.multiplyAdd`, `contracts/libraries/PackedMoves.sol`); its
+    ///         head words are checked here against the game (the element, k, the claimant's block exponents, the
+    ///         agreed sum and the claimant's), the rest by `DotReferee.step`.
+    function refuteDotStep(uint256 gameId, bytes calldata move) external {
         Game storage s = _deciding(gameId, Stage.DotStep);
-        _isDisputedDot(s, m);
-        uint256 k = s.g.lo;
-        if (m.step.k != k) revert WrongOp(m.step.k, k);
-        int256 prev = k == 0 ? int256(0) : m.step.prev.value;
-        // INVARIANT: the two sums are the agreed one at k and the claimant's at k + 1, not ones the counter picked.
-        if (m.step.cur.value != int256(uint256(s.g.claimantRoot)) || _word(prev) != s.g.agreed) {
-            revert PartialMismatch(prev, m.step.cur.value);
+        uint256 element = PackedMoves.word(move, DotElementStep.AT_ELEMENT);
+        uint256 blockA = PackedMoves.word(move, DotElementStep.AT_BLOCK_A);
+        uint256 blockB = PackedMoves.word(move, DotElementStep.AT_BLOCK_B);
+        if (element != s.element || blockA != s.blockA || blockB != s.blockB) {
+            revert NotDisputedElement(element, blockA, blockB);
         }
+        uint256 k = PackedMoves.word(move, DotElementStep.AT_K);
+        if (k != s.g.lo) revert WrongOp(k, s.g.lo);
+        int256 prev = int256(PackedMoves.word(move, DotElementStep.AT_PREV));
+        int256 cur = int256(PackedMoves.word(move, DotElementStep.AT_CUR));
+        // INVARIANT: the two sums are the agreed one at k and the claimant's at k + 1, not ones the counter picked.
+        if (_word(cur) != s.g.claimantRoot || _word(prev) != s.g.agreed) revert PartialMismatch(prev, cur);
         bytes memory ret = _forward(address(dots), DotReferee.step.selector, s.opened);
         (int256 expected, int256 committed) = abi.decode(ret, (int256, int256));
         _decide(gameId, s, expected != committed, Reason.WrongMultiplyAdd);

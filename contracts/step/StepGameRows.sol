@@ -18,7 +18,7 @@ abstract contract StepGameRows is StepGameBase {
         if (op.codeHash != ROWMAX && op.codeHash != FIRST_MAX) revert NotRowMax(op.codeHash);
         uint256 numel = _descents[gameId].numel;
         if (element >= numel) revert NoSuchElement(element, numel);
-        s.element = element;
+        s.element = uint64(element); // below numel, a uint64
         s.stage = Stage.RowAnswer;
         s.g.counterToMove = false;
         emit RowChallenged(gameId, element);

@@ -2,10 +2,12 @@
 pragma solidity ^0.8.24;
 
 import {DotElementStep} from "../libraries/DotElementStep.sol";
+import {DotReferee} from "../referee/DotReferee.sol";
 import {DotMove} from "../types/Trace.sol";
 
-/// @title DotElementStepHarness: the DotElementStep library behind external functions, for tests and gas figures.
-contract DotElementStepHarness {
+/// @title DotElementStepHarness: the DotElementStep library behind external functions, for tests and gas figures
+///        (the deployed referee's functions, `step` among them, inherited).
+contract DotElementStepHarness is DotReferee {
     /// @notice `DotElementStep.check`, plus whether the committed partial sum is the recomputed one.
     function check(
         bytes32 traceRoot,

@@ -64,18 +64,6 @@ struct DotStepValues {
     uint256 length;
 }
 
-/// @notice The last move over an elementwise op (`ElementStep.check`): the op leaf, its input headers in the op's
-///         order with the input elements output element `outEl.element` reads, the output header and that
-///         element, and clamp's two bounds as doubles (zero for the other ops).
-struct ElementCheck {
-    OpOpening op;
-    TensorRef[] ins;
-    ElementOpening[] inEls;
-    TensorRef out;
-    ElementOpening outEl;
-    uint64[2] bounds;
-}
-
 /// @notice An entry of a dot element's row of A (or column of B) at step `k`, opened: the witness that the block
 ///         exponent a party claims is reached (its exponent field equals the claim).
 struct BlockWitness {

@@ -21,12 +21,10 @@ from typing import Any
 import numpy as np
 
 from gensyn_py.chain.bisection import Move, midpoint, next_move
-from gensyn_py.crypto.merkle import hash_pair
 from gensyn_py.proof.descent import DataTree, RevealedChunk
 from gensyn_py.proof.onchain_trace import (
     DOT_OPS,
     NO_ELEMENT,
-    DotStep,
     OpOpening,
     dot_move,
     dot_operands,
@@ -38,7 +36,8 @@ from gensyn_py.proof.onchain_trace import (
     tensor_ref,
 )
 from gensyn_py.proof.op_prefix import depth_for, path_of, prefix_levels, prefix_roots, slot_path
-from gensyn_py.proof.prefix_sums import PartialOpening, int256, partial_leaf
+from gensyn_py.proof.packed_moves import pack_dot_step, pack_element_check
+from gensyn_py.proof.prefix_sums import int256
 from gensyn_py.proof.step_program import input_proof, program_entry, program_proof
 from gensyn_py.proof.tensor_commit import CHUNK, chunk_of
 from gensyn_py.proof.trace import Trace, TraceOp, recompute_element
@@ -171,7 +170,7 @@ class StepSide:
         if t.ops[i].code in MOVES:
             return Refutation("refuteMove", (self._move_check(opened, wrong, out, out_el),))
         c = element_check(t, i, wrong)
-        return Refutation("refuteElement", ((bare(opened), c[1], c[2], out, out_el, c[5]),))
+        return Refutation("refuteElement", (pack_element_check((bare(opened), c[1], c[2], out, out_el, c[5])),))
 
     def _move_check(self, opened: OpOpening, element: int, out: tuple[Any, ...], out_el: tuple[Any, ...]
                     ) -> tuple[Any, ...]:
@@ -403,25 +402,18 @@ class StepSide:
         return [int256(v) for v in (0, *self.dot_sums(i, element))]
 
     def dot_step(self, opened: OpOpening, element: int, k: int, prev: int, cur: int,
-                 blocks: tuple[int, int]) -> tuple[Any, ...]:
-        """The counter's ``refuteDotStep`` move for multiply-add k: a_k and b_k opened in the (agreed) inputs,
-        the agreed sum `prev` of k products and the claimant's `cur` of k + 1 in a prefix root of those two
-        leaves, at the claimant's block exponents `blocks` (witnessed with its answer, so none are opened again)."""
+                 blocks: tuple[int, int]) -> bytes:
+        """The counter's ``refuteDotStep`` move for multiply-add k, packed (``packed_moves.pack_dot_step``): a_k
+        and b_k opened in the (agreed) inputs, the agreed sum `prev` of k products and the claimant's `cur` of
+        k + 1 (the game holds both from its bisection), at the claimant's block exponents `blocks` (witnessed
+        with its answer, so none are opened again)."""
         i = opened.index
         op = self.trace.ops[i]
         ins = [tensor_ref(self.trace, j).as_arg() for j in op.inputs]
         rows = int(op.attrs[0]) if op.code == "index_sum" else 0
         ops = dot_operands(self.trace, i, element, k)
         a = open_element(self.trace, ops.a_tensor, ops.a_index)
-        b = NO_ELEMENT if ops.b_tensor is None or ops.b_index is None else open_element(self.trace, ops.b_tensor,
-                                                                                           ops.b_index)
-        cur_leaf = partial_leaf(k, cur)
-        if k == 0:
-            step = DotStep(0, a, b, cur_leaf, PartialOpening(0, 0, ()), PartialOpening(0, cur, ()))
-        else:
-            prev_leaf = partial_leaf(k - 1, prev)
-            step = DotStep(k, a, b, hash_pair(prev_leaf, cur_leaf), PartialOpening(k - 1, prev, (cur_leaf,)),
-                           PartialOpening(k, cur, (prev_leaf,)))
-        no_witness = (0, NO_ELEMENT.as_arg())  # the block exponents were witnessed with the claimant's answer
-        return (bare(opened), ins, rows, element, step.as_arg(), *blocks, no_witness, no_witness)
+        b = None if ops.b_tensor is None or ops.b_index is None else open_element(self.trace, ops.b_tensor,
+                                                                                     ops.b_index).as_arg()
+        return pack_dot_step(bare(opened), ins, rows, element, k, a.as_arg(), b, (prev, cur), blocks)
 

@@ -17,7 +17,8 @@ from web3 import Web3
 
 from gensyn_py.chain.revert import ErrorDecoder
 from gensyn_py.proof.onchain_trace import dot_move, dot_partials, element_bits, exponent_field
-from gensyn_py.proof.trace import recompute_element
+from gensyn_py.proof.packed_moves import pack_dot_step
+from gensyn_py.proof.trace import Trace, recompute_element
 from tests.contracts.helpers import deploy_artifact
 from tests.contracts.test_element_step import traced
 from tests.contracts.test_trace_proofs import reverts
@@ -31,6 +32,13 @@ def harness(w3: Web3, accounts: Any, artifacts: dict[str, dict[str, Any]]) -> An
 @pytest.fixture(scope="module")
 def errors(artifacts: dict[str, dict[str, Any]]) -> ErrorDecoder:
     return ErrorDecoder([artifacts["DotElementStepHarness"]["abi"]])
+
+
+def packed(tr: Trace, i: int, element: int, k: int, sums: tuple[int, int]) -> bytes:
+    """The packed ``refuteDotStep`` move of step k (``DotReferee.step``), from the ``DotMove`` of the same step."""
+    op, ins, rows, _, step, block_a, block_b, _, _ = dot_move(tr, i, element, k)
+    b = None if tr.ops[i].code == "sum" else step[2]
+    return pack_dot_step(op, ins, rows, element, k, step[1], b, sums, (block_a, block_b))
 
 
 def _ops(family: str, code: str) -> list[int]:
@@ -52,6 +60,9 @@ def test_honest_steps_recompute_and_the_full_sum_rounds_to_the_element(
         for k in sorted({0, len(d.a) - 1, rng.randrange(len(d.a))}):
             _, committed, same = harness.functions.check(tr.root, dot_move(tr, i, element, k)).call()
             assert same and committed == d.partial[k], (family, code, i, element, k)
+            # The game's packed move: the same operands, the sums given (the game binds them), no paths to them.
+            sums = (d.partial[k - 1] if k else 0, d.partial[k])
+            assert harness.functions.step(tr.root, packed(tr, i, element, k, sums)).call() == [sums[1], sums[1]]
         if not d.special:  # the finite rule: one rounding of N
             out = harness.functions.roundedOutput(d.n, d.block_a, d.block_b).call()
             assert out == element_bits(tr.values[i], element)
@@ -66,6 +77,7 @@ def test_a_wrong_multiply_add_is_caught_at_its_step(harness: Any) -> None:
     expected, committed, same = harness.functions.check(tr.root, dot_move(tr, i, 3, k, lie)).call()
     assert not same and committed == honest[k] + 1 and expected == honest[k]
     assert harness.functions.check(tr.root, dot_move(tr, i, 3, k - 1, lie)).call()[2]  # the step before holds
+    assert harness.functions.step(tr.root, packed(tr, i, 3, k, (honest[k - 1], lie[k]))).call() == [honest[k], lie[k]]
 
 
 def test_block_exponents_must_be_witnessed_and_cannot_hide_a_larger_entry(harness: Any, errors: ErrorDecoder) -> None:

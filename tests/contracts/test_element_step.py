@@ -23,6 +23,7 @@ from web3 import Web3
 from gensyn_py.chain.revert import ErrorDecoder
 from gensyn_py.crypto.hashing import keccak256
 from gensyn_py.proof.onchain_trace import double_bits, element_bits, element_check, open_element, open_op, tensor_ref
+from gensyn_py.proof.packed_moves import pack_element_check
 from gensyn_py.proof.step_trace import trace_step
 from gensyn_py.proof.trace import Trace, bcast
 from gensyn_py.repro import reference as R
@@ -57,6 +58,11 @@ def errors(artifacts: dict[str, dict[str, Any]]) -> ErrorDecoder:
     return ErrorDecoder([artifacts["ElementStepHarness"]["abi"]])
 
 
+def checked(harness: Any, tr: Trace, i: int, element: int) -> Any:
+    """The referee's check of output element `element` of elementwise op `i`, sent packed."""
+    return harness.functions.check(tr.root, pack_element_check(element_check(tr, i, element))).call()
+
+
 def test_every_elementwise_op_of_real_steps_is_recomputed_on_chain(harness: Any) -> None:
     rng = random.Random(5)
     seen: set[str] = set()
@@ -69,7 +75,7 @@ def test_every_elementwise_op_of_real_steps_is_recomputed_on_chain(harness: Any)
         for code, ops in by_code.items():
             for i in rng.sample(ops, 1):  # one op of each code and one element of it per step: hashing is slow
                 for element in rng.sample(range(tr.values[i].size), 1):
-                    expected, committed, same = harness.functions.check(tr.root, element_check(tr, i, element)).call()
+                    expected, committed, same = checked(harness, tr, i, element)
                     assert same, (family, optimizer, code, i, element, hex(expected), hex(committed))
                     assert committed == element_bits(tr.values[i], element)
                     seen.add(code)
@@ -88,9 +94,9 @@ def test_a_forged_output_element_is_caught(harness: Any) -> None:
     forged.reshape(-1).view(np.uint32)[3] ^= 1
     values[i] = forged
     liar = replace(tr, values=values)
-    expected, committed, same = harness.functions.check(liar.root, element_check(liar, i, 3)).call()
+    expected, committed, same = checked(harness, liar, i, 3)
     assert not same and committed == element_bits(forged, 3) and expected == element_bits(tr.values[i], 3)
-    assert harness.functions.check(liar.root, element_check(liar, i, 4)).call()[2]  # the untouched element holds
+    assert checked(harness, liar, i, 4)[2]  # the untouched element holds
 
 
 def test_lies_about_the_opening_revert_by_name(harness: Any, errors: ErrorDecoder) -> None:
@@ -98,15 +104,20 @@ def test_lies_about_the_opening_revert_by_name(harness: Any, errors: ErrorDecode
     add = next(i for i, op in enumerate(tr.ops) if op.code == "add" and tr.values[op.inputs[1]].ndim == 2
                and tr.values[op.inputs[1]].shape[0] == 1 and tr.values[i].shape[0] > 1)  # a broadcast add
     op, ins, in_els, out, out_el, bounds = element_check(tr, add, 5)
-    check = harness.functions.check
+
+    def check(root: bytes, c: tuple[Any, ...]) -> Any:
+        return harness.functions.check(root, pack_element_check(c))
 
     moved = (in_els[1][0] + 1, *in_els[1][1:])  # the broadcast operand opened at another element
     assert reverts(errors, check(tr.root, (op, ins, [in_els[0], moved], out, out_el, bounds))) == "WrongOperand"
     assert reverts(errors, check(keccak256(b"other"), (op, ins, in_els, out, out_el, bounds))) == "OpNotInTrace"
-    other = (ins[0][0], *ins[1][1:])  # input 0's root where input 1 belongs
-    assert reverts(errors, check(tr.root, (op, [ins[0], other], in_els, out, out_el, bounds))) == "InputRootMismatch"
-    assert reverts(errors, check(tr.root, (op, ins[:1], in_els[:1], out, out_el, bounds))) == "BadElementInputs"
+    # The roots are the op leaf's: a header other than the committed input's does not hash to its root.
+    other = (ins[1][0], 2, ins[1][2])  # int32: the same item size, another header
+    assert reverts(errors, check(tr.root, (op, [ins[0], other], in_els, out, out_el, bounds))) == "TensorRootMismatch"
+    assert reverts(errors, check(tr.root, (op, ins[:1], in_els[:1], out, out_el, bounds))) == "Truncated"
     assert reverts(errors, check(tr.root, (op, ins, in_els, (out[0], 2, out[2]), out_el, bounds))) == "OutputMismatch"
+    assert reverts(errors, harness.functions.check(tr.root, pack_element_check(
+        (op, ins, in_els, out, out_el, bounds))[:-33])) == "Truncated"  # a move cut inside its last word
 
     clamp = next(i for i, o in enumerate(tr.ops) if o.code == "clamp")
     c_op, c_ins, c_els, c_out, c_el, c_bounds = element_check(tr, clamp, 0)

@@ -120,6 +120,15 @@ def play_to_refutation(p: Protocol, game: Any, claimant: StepSide, counter: Step
 # ---- a cheating claimant loses, whatever the cheat ----
 
 
+def _refuted_element(move: bytes, inputs: int) -> int:
+    """The output element a packed ``refuteElement`` move opens (the layout of contracts/libraries/PackedMoves.sol)."""
+    words = [int.from_bytes(move[i:i + 32], "big") for i in range(0, len(move), 32)]
+    at = 4 + 2 * inputs  # past the op leaf: index, code, attrs, (id, root) per input, output root
+    at += 1 + words[at]  # its path
+    at += 1  # clamp's bounds
+    return words[at + 2 + words[at + 1]]  # past the output header: dtype, ndim, dims
+
+
 def contested(p: Protocol, game: Any, played: Any, opened: OpOpening, claimant: StepSide,
               counter: StepSide) -> RevealedChunk:
     """The counter contests the opened output and both descend to a chunk the claimant reveals."""
@@ -143,7 +152,8 @@ def test_one_flipped_bit_in_one_elementwise_op_is_pinpointed_and_decided_by_the_
     revealed = contested(p, game, played, opened, StepSide(cheat), counter)
     assert revealed.index == element * 4 // 32
     r = counter.refute_chunk(opened, revealed)
-    assert r is not None and r.function == "refuteElement" and r.args[0][4][0] == element
+    assert r is not None and r.function == "refuteElement"
+    assert _refuted_element(r.args[0], len(opened.inputs)) == element
     # A refutation that does not hold reverts and leaves the counter its turn: the program is right.
     code_h, attrs, ids = program_entry(honest(), i)
     expect(p, "NotRefuted", a[3], game.functions.refuteProgram(played.game_id, opened.as_arg(), code_h, attrs,
