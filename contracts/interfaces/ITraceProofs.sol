@@ -33,8 +33,6 @@ interface ITraceProofs {
     error NotElementwise(bytes32 codeHash);
     /// @notice Thrown when an input of `inDims` dims cannot broadcast to an output of `outDims` dims.
     error BadBroadcast(uint256 outDims, uint256 inDims);
-    /// @notice Thrown when an elementwise op is given another number of inputs (`count`) than it takes.
-    error BadElementInputs(bytes32 codeHash, uint256 count);
     /// @notice Thrown when the attributes given do not hash to the op leaf's (or cannot be written as it writes them).
     error BadAttributes(bytes32 attrsHash);
     /// @notice Thrown when the output header given is not the op leaf's output, or not of the op's dtype.
