@@ -225,6 +225,8 @@ class SolverDaemon(NodeDaemon):
             dataset = self.content.dataset(unit.job_id)
             steps_root, _ = self.pool.step_table(unit.job_id)
             est = preflight(spec, dataset, self.config.hardware, unit, segments, params, steps_root)
+            if spec.init is not None:  # a fine-tune: its parent's final model must be there and verified
+                self.content.parent_model(spec)
             self._fit[unit.job_id] = (params, segments)
             self.log.info("unit.preflight", job=unit.job_id, unit=unit.unit_id, params=est.params,
                           memory_mb=round(est.memory_mb, 1), est_s=round(est.seconds, 2),
@@ -345,7 +347,7 @@ class SolverDaemon(NodeDaemon):
             results = self.content.round_results(unit.job_id, unit.round)
             previous = self.content.previous_aggregate(unit.job_id, unit.round)
             return commit_aggregation(spec, self.store, unit.job_id, unit.round, results, self.content.timeout,
-                                      previous)
+                                      previous, self.content.outer_init(unit.job_id, unit.round))
         dataset = self.content.dataset(unit.job_id)
         weights = self.content.start_weights(unit.job_id, unit.round, unit.shard)
         return self.train_unit(unit, epoch, spec, dataset, weights)

@@ -105,16 +105,17 @@ def load_weights(data: bytes) -> dict[str, torch.Tensor]:
 
 
 def outer_start(spec: JobSpec, store: ContentStore, previous: UnitResult | None,
-                timeout: float | None) -> OuterState | None:
+                timeout: float | None, start: Mapping[str, torch.Tensor] | None = None) -> OuterState | None:
     """What a `diloco` aggregation starts from (None under `average`): the previous round's aggregate
     (weights and outer momentum, its bytes checked against its on-chain final state hash), or in round 0
-    the spec's seeded init and zero momentum."""
+    the round's start (`start`: a fine-tuned parent's final model; else the spec's seeded init) and zero
+    momentum."""
     from gensyn_py.train.trainer import init_weights
 
     if spec.aggregation.rule != "diloco":
         return None
     if previous is None:
-        return OuterState(init_weights(spec), {})
+        return OuterState(dict(start) if start is not None else init_weights(spec), {})
     data = store.get(previous.cid, timeout)
     if state_hash_of_bytes(data) != previous.final_state_hash:
         raise VerificationError(f"unit {previous.unit_id}'s aggregate does not match its on-chain final state hash")
@@ -141,11 +142,13 @@ def _results_states(
 def commit_aggregation(
     spec: JobSpec, store: ContentStore, job_id: int, round_: int, results: Sequence[UnitResult],
     timeout: float | None = None, previous: UnitResult | None = None,
+    start: Mapping[str, torch.Tensor] | None = None,
 ) -> UnitCommitment:
     """Aggregate the round's results, store inputs and output, and build the commitment.  `previous`: the
-    previous round's aggregation unit under `diloco` from round 1 on (see the module docstring)."""
+    previous round's aggregation unit under `diloco` from round 1 on (see the module docstring); `start`: a
+    fine-tune's round-0 start (`outer_start`)."""
     inputs = inputs_document(job_id, round_, results, previous)
-    outer = outer_start(spec, store, previous, timeout)
+    outer = outer_start(spec, store, previous, timeout, start)
     weights, digest = aggregate_traced(spec, _results_states(store, results, timeout), outer)
     output = weights_bytes(weights)
     end_hash = state_hash_of_bytes(output)
@@ -161,6 +164,7 @@ def commit_aggregation(
 def verify_aggregation(
     spec: JobSpec, store: ContentStore, job_id: int, round_: int, root: bytes, manifest: Manifest,
     results: Sequence[UnitResult], timeout: float | None = None, previous: UnitResult | None = None,
+    start: Mapping[str, torch.Tensor] | None = None,
 ) -> Verdict:
     """Recompute the aggregate from the on-chain results; accept only an exact match."""
     def reject(reason: str, t_hash: bytes | None = None) -> Verdict:
@@ -176,7 +180,7 @@ def verify_aggregation(
     if manifest.state_hashes[0] != sha256(inputs_document(job_id, round_, results, previous)):
         return reject("aggregation inputs differ from the round's committed unit results")
     try:
-        outer = outer_start(spec, store, previous, timeout)
+        outer = outer_start(spec, store, previous, timeout, start)
         weights, digest = aggregate_traced(spec, _results_states(store, results, timeout), outer)
     except (ContentNotFound, ContentMismatch) as e:
         return reject(f"a unit result is unavailable: {e}")

@@ -28,7 +28,7 @@ from gensyn_py.proof.aggregation_unit import UnitResult, load_state, load_weight
 from gensyn_py.proof.commitment import Manifest
 from gensyn_py.proof.replay import fetch_manifest
 from gensyn_py.proof.state import state_hash_of_bytes
-from gensyn_py.types import Unit, UnitStatus
+from gensyn_py.types import JobStatus, Unit, UnitStatus
 
 if TYPE_CHECKING:
     import torch
@@ -111,9 +111,9 @@ class JobContent:
     def start_weights(self, job_id: int, round_: int, shard: int) -> dict[str, torch.Tensor] | None:
         """What shard `shard`'s unit of round `round_` starts from (None: the spec's seeded init): the
         global weights, and under `inner_state = carry` the shard's previous optimizer state (`optim/*`)."""
-        if round_ == 0:
-            return None
         spec = self.spec(job_id)
+        if round_ == 0:
+            return None if spec.init is None else self.parent_model(spec)
         previous = self.view.final_unit(job_id, round_, spec.shards)
         if previous is None or previous.status is not UnitStatus.FINAL:
             raise VerificationError(f"job {job_id} round {round_ - 1} has no final result yet")
@@ -125,6 +125,35 @@ class JobContent:
                 raise VerificationError(f"job {job_id} round {round_ - 1} has no unit of shard {shard}")
             weights.update((k, v) for k, v in self.state_of(mine[0]).items() if k.startswith("optim/"))
         return weights
+
+    def parent_model(self, spec: JobSpec) -> dict[str, torch.Tensor]:
+        """The final model of the job `spec` fine-tunes (`init.parent_job`), refused unless that job is
+        completed, trained the same model, and its model bytes match its on-chain final state hash."""
+        assert spec.init is not None
+        parent = spec.init.parent_job
+        status = self.view.job_state(parent).status
+        if status is JobStatus.NONE:
+            raise VerificationError(f"init.parent_job: job {parent} does not exist on this deployment")
+        if status is not JobStatus.COMPLETED:
+            raise VerificationError(f"init.parent_job: job {parent} is {status.name.lower()}, not completed: "
+                                    f"it has no final model to start from")
+        theirs = self.spec(parent)
+        if theirs.model != spec.model:
+            raise VerificationError(f"init.parent_job: job {parent} trained {theirs.model.family} "
+                                    f"{dict(theirs.model.sizes)}, this spec names {spec.model.family} "
+                                    f"{dict(spec.model.sizes)}")
+        final = self.view.final_unit(parent, theirs.rounds, theirs.shards)
+        if final is None or final.status is not UnitStatus.FINAL:
+            raise VerificationError(f"init.parent_job: job {parent}'s final unit is not final")
+        return self.model_of(final)
+
+    def outer_init(self, job_id: int, round_: int) -> dict[str, torch.Tensor] | None:
+        """What a `diloco` aggregation of round 0 steps from when the job fine-tunes a parent (its final model);
+        None otherwise (the spec's seeded init, or a later round's previous aggregate)."""
+        spec = self.spec(job_id)
+        if round_ != 0 or spec.init is None or spec.aggregation.rule != "diloco":
+            return None
+        return self.parent_model(spec)
 
     def state_of(self, unit: Unit) -> dict[str, torch.Tensor]:
         """Every tensor of a unit's committed result, verified against its on-chain final state hash."""

@@ -38,7 +38,8 @@ def check_segment(content: JobContent, unit: Unit, segment: int, device: str | N
         results = content.round_results(unit.job_id, unit.round)
         previous = content.previous_aggregate(unit.job_id, unit.round)
         return verify_aggregation(spec, content.store, unit.job_id, unit.round, commitment.checkpoint_root,
-                                  manifest, results, content.timeout, previous)
+                                  manifest, results, content.timeout, previous,
+                                  content.outer_init(unit.job_id, unit.round))
     partials = content.view.partials(unit.unit_id) if manifest.inherited else ()
     ref = UnitRef(unit.job_id, unit.round, unit.shard, commitment.checkpoint_root, unit.solver, partials)
     return replay_segment(spec, content.dataset(unit.job_id), content.store, ref, manifest, segment, device,

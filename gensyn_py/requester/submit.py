@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gensyn_py.errors import ChainError
+from gensyn_py.errors import ChainError, StorageError, VerificationError
 from gensyn_py.requester.amounts import format_tokens
 from gensyn_py.requester.errors import InsufficientFunds, SubmitError
 from gensyn_py.requester.pricing import UINT128_MAX, Offer, check_collateral, check_shape, escrow_for, unit_count
@@ -98,9 +98,22 @@ def quote(requester: Requester, spec: JobSpec, offer: Offer) -> Quote:
 
 
 def prepare_job(requester: Requester, spec: JobSpec, offer: Offer) -> Quote:
-    """Every pre-flight check (dataset, model, terms, funds); sends nothing."""
+    """Every pre-flight check (dataset, model, a fine-tune's parent, terms, funds); sends nothing."""
     validate_job(spec, requester.store, requester.timeout)
+    check_parent(requester, spec)
     return quote(requester, spec, offer)
+
+
+def check_parent(requester: Requester, spec: JobSpec) -> None:
+    """A fine-tune (`init.parent_job`) starts from a completed job's final model of the same architecture,
+    whose bytes match that job's on-chain final state hash: checked here, before any money moves, as every
+    node checks it again before it claims."""
+    if spec.init is None:
+        return
+    try:
+        requester.content.parent_model(spec)
+    except (VerificationError, StorageError) as e:
+        raise SubmitError(f"{e}; nothing submitted") from None
 
 
 def steps_root_of(spec: JobSpec, dataset: Dataset, on_unit: Callable[[int, int], None] | None = None) -> bytes:
@@ -119,6 +132,7 @@ def submit_job(requester: Requester, spec: JobSpec, offer: Offer | None = None,
 
     offer = offer or Offer()
     dataset = validate_job(spec, requester.store, requester.timeout)
+    check_parent(requester, spec)
     q = quote(requester, spec, offer)
     steps_root = steps_root_of(spec, dataset, on_unit)
     spec_cid = requester.store.put(canonical_json(spec.model_dump(mode="json")))

@@ -97,6 +97,15 @@ class DatasetSpec(_Strict):
         return v
 
 
+class InitSpec(_Strict):
+    """Where round 0 starts instead of the seeded init: the final model of a previous job on the same deployment
+    (`parent_job`, a fine-tune). Every node checks it before training or replaying: the parent is completed, it
+    trained the same model, and its final model's bytes match the parent's on-chain final state hash. The
+    optimizer starts fresh."""
+
+    parent_job: int = Field(ge=1)
+
+
 class JobSpec(_Strict):
     """Everything needed to train and verify a job, and nothing executable."""
 
@@ -117,6 +126,8 @@ class JobSpec(_Strict):
     threads: int = Field(default=1, gt=0, le=256)
     hardware: HardwareSpec = Field(default_factory=HardwareSpec)
     dataset: DatasetSpec
+    # None: the seeded init, and absent from every dump (specs without it keep the bytes, so the hashes, they had)
+    init: InitSpec | None = Field(default=None, exclude_if=lambda v: v is None)
     # keccak256 of the exact bytes this spec was parsed from (`parse_spec_bytes`): the on-chain spec hash.
     _source_hash: bytes | None = PrivateAttr(default=None)
 

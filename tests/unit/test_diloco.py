@@ -134,3 +134,20 @@ def test_a_trainer_starts_with_a_carried_optimizer_state_and_refuses_a_misfit() 
     bad[key] = torch.zeros(3)
     with pytest.raises(TrainingError, match="optimizer state"):
         Trainer(spec, dataset_for("mlp"), 1, 0, "cpu", bad)
+
+
+def test_a_fine_tune_s_round_0_outer_step_starts_from_its_parent_s_model(tmp_path: Path) -> None:
+    """Round 0 of a `diloco` fine-tune steps from the parent's weights (the shards' start), not the seeded init:
+    the aggregate committed with that start verifies only with it."""
+    from gensyn_py.proof.state import encode_state
+
+    spec, store = tiny_spec(aggregation=DILOCO), store_at(tmp_path)
+    parent = {k: v + 0.25 for k, v in init_weights(spec).items()}
+    outer = outer_start(spec, store, None, None, parent)
+    assert outer is not None and all(torch.equal(outer.weights[k], v) for k, v in parent.items())
+    states = finals({"aggregation": DILOCO}, 0, parent)
+    r0 = [UnitResult(1 + s, s, state_hash_of_bytes(encode_state(x)), store.put(encode_state(x)))
+          for s, x in enumerate(states)]
+    c0 = commit_aggregation(spec, store, 1, 0, r0, start=parent)
+    assert verify_aggregation(spec, store, 1, 0, c0.checkpoint_root, c0.manifest, r0, start=parent).accept
+    assert not verify_aggregation(spec, store, 1, 0, c0.checkpoint_root, c0.manifest, r0).accept  # seeded init

@@ -37,6 +37,20 @@ def test_spec_hash_ignores_key_order_and_defaults_are_explicit() -> None:
     assert parse_spec(tiny_spec().canonical_bytes()).spec_hash() == tiny_spec().spec_hash()
 
 
+def test_a_fine_tune_names_its_parent_and_a_spec_without_one_keeps_its_bytes() -> None:
+    d = spec_dict()
+    plain = parse_spec(d)
+    assert b'"init"' not in plain.canonical_bytes() and plain.init is None  # the bytes (and hash) it always had
+    tuned = parse_spec({**d, "init": {"parent_job": 7}})
+    assert tuned.init is not None and tuned.init.parent_job == 7
+    assert b'"init":{"parent_job":7}' in tuned.canonical_bytes() and tuned.spec_hash() != plain.spec_hash()
+    assert parse_spec(tuned.canonical_bytes()) == tuned
+    for bad, why in (({"parent_job": 0}, "init.parent_job"), ({"parent_job": "7"}, "init.parent_job"),
+                     ({}, "init.parent_job"), ({"parent_job": 7, "weights": "x"}, "init.weights")):
+        with pytest.raises(SpecError, match=why):
+            parse_spec({**d, "init": bad})
+
+
 def test_spec_hash_changes_with_any_field() -> None:
     assert tiny_spec(seed=8).spec_hash() != tiny_spec().spec_hash()
     assert tiny_spec(threads=2).spec_hash() != tiny_spec().spec_hash()
