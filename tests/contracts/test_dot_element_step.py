@@ -98,3 +98,20 @@ def test_block_exponents_must_be_witnessed_and_cannot_hide_a_larger_entry(harnes
     assert exponent_field(row_max) == d.block_a
     assert harness.functions.refutesBlock(row_max, d.block_a - 1).call()
     assert not harness.functions.refutesBlock(row_max, d.block_a).call()
+
+
+def test_a_packed_step_cut_short_or_with_an_absurd_count_reverts_by_name(harness: Any, errors: ErrorDecoder) -> None:
+    tr = traced("transformer", "adamw")
+    i = _ops("transformer", "index_sum")[0]
+    sums = dot_partials(tr, i, 1)
+    move = packed(tr, i, 1, 2, (sums[1], sums[2]))
+    assert harness.functions.step(tr.root, move).call() == [sums[2], sums[2]]
+    names = {reverts(errors, harness.functions.step(tr.root, move[:cut])) for cut in range(0, len(move), 32)}
+    assert names <= {"Truncated", "NotADotOp"}, names
+    for at in range(len(move) // 32):  # every word the largest count: named reverts only, never a panic
+        lie = move[:32 * at] + b"\xff" * 32 + move[32 * (at + 1):]
+        try:
+            harness.functions.step(tr.root, lie).call()
+        except Exception as exc:  # noqa: BLE001 - web3 raises several types; the decoder reads any
+            err = errors.from_exception(exc)
+            assert err is not None and err.name != "Panic", (at, exc)

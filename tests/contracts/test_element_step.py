@@ -220,3 +220,22 @@ def test_clamp_bounds_are_written_as_python_writes_them(harness: Any) -> None:
         with np.errstate(over="ignore"):  # doubles beyond float32's range round to inf, as the contract's do
             want = np.float32(v)
         assert f32 == int(want.view(np.uint32)), v
+
+
+def test_a_move_cut_short_or_with_an_absurd_count_reverts_by_name(harness: Any, errors: ErrorDecoder) -> None:
+    """Whatever a stranger sends as a packed move, the referee reverts with a named error: a move cut at any word
+    or inside one, and counts (a path's depth, a header's dims) as large as a word holds, which must not wrap."""
+    tr = traced("mlp", "adamw")
+    i = next(i for i, op in enumerate(tr.ops) if op.code == "where")
+    move = pack_element_check(element_check(tr, i, 1))
+    names = {reverts(errors, harness.functions.check(tr.root, move[:cut]))
+             for cut in [*range(0, len(move), 32), 33, len(move) - 1]}
+    assert names <= {"Truncated", "NotElementwise"}, names  # cut inside the op's code word: no known op
+    words = len(move) // 32
+    for at in range(words):  # every word replaced by the largest count: named reverts only, never a panic
+        lie = move[:32 * at] + b"\xff" * 32 + move[32 * (at + 1):]
+        try:
+            harness.functions.check(tr.root, lie).call()
+        except Exception as exc:  # noqa: BLE001 - web3 raises several types; the decoder reads any
+            err = errors.from_exception(exc)
+            assert err is not None and err.name != "Panic", (at, exc)
