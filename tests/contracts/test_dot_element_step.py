@@ -112,6 +112,6 @@ def test_a_packed_step_cut_short_or_with_an_absurd_count_reverts_by_name(harness
         lie = move[:32 * at] + b"\xff" * 32 + move[32 * (at + 1):]
         try:
             harness.functions.step(tr.root, lie).call()
-        except Exception as exc:  # noqa: BLE001 - web3 raises several types; the decoder reads any
+        except Exception as exc:  # web3 raises several types; the decoder reads any
             err = errors.from_exception(exc)
             assert err is not None and err.name != "Panic", (at, exc)
