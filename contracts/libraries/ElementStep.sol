@@ -219,27 +219,26 @@ library ElementStep {
         bytes32 code = bytes32(PackedMoves.word(m, 32));
         uint256 count;
         (outDtype, count) = signature(code);
-        uint256 at = _opAndAttributes(traceRoot, m, code, count); // the bounds word
+        (uint256 at, uint256 bounds) = _opAndAttributes(traceRoot, m, code, count); // `at`: the bounds word
         // INVARIANT: the output header is of the op's dtype (checked before any opening is hashed).
         if (PackedMoves.word(m, at + 32) != outDtype) revert ITraceProofs.OutputMismatch(PackedMoves.word(m, 0));
         PackedMoves.Opened memory out = PackedMoves.open(m, at + 32, PackedMoves.outputRoot(m, 0, count));
         committed = out.bits;
         (uint256[] memory x, uint256[] memory dtypes) = _operands(m, out, count);
-        uint256 bounds = PackedMoves.word(m, at);
         (uint32 lo, uint32 hi) = code == CLAMP ? (toFloat32(uint64(bounds >> 64)), toFloat32(uint64(bounds))) : (0, 0);
         expected = compute(code, x, dtypes, lo, hi);
     }
 
     /// @dev The op leaf at byte 0 of `m` is in `traceRoot`, and its attributes are clamp's bounds (the word after
-    ///      its path, returned as a byte offset) or none.
+    ///      its path, returned with its byte offset) or none.
     function _opAndAttributes(
         bytes32 traceRoot,
         bytes calldata m,
         bytes32 code,
         uint256 count
-    ) private pure returns (uint256 at) {
+    ) private pure returns (uint256 at, uint256 bounds) {
         (, at) = PackedMoves.op(m, 0, count, traceRoot);
-        uint256 bounds = PackedMoves.word(m, at);
+        bounds = PackedMoves.word(m, at);
         // INVARIANT: attributes are the committed ones (clamp's bounds), or there are none.
         bytes32 attrs = bytes32(PackedMoves.word(m, 64));
         bytes32 given = code == CLAMP ? clampAttrsHash(uint64(bounds >> 64), uint64(bounds)) : NO_ATTRS;

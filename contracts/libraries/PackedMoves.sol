@@ -90,7 +90,7 @@ library PackedMoves {
         uint256 shapeAt; // byte of the first dim in the move
         uint256 ndim;
         uint256 element;
-        uint256 bits; // the element's raw bits (TraceProofs.elementBitsAt)
+        uint256 bits; // the element's raw bits (as TraceProofs.elementBits reads them)
         uint256 next; // byte after the opening
     }
 

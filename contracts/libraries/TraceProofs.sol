@@ -88,33 +88,20 @@ library TraceProofs {
     ///         a uint32, int64 as a uint64, bool as its one byte (little-endian in the chunk).
     /// @dev Reverts with a named error on any mismatch, so a caller never holds unproven bits.
     function elementBits(TensorRef calldata t, ElementOpening calldata o) internal pure returns (uint256 bits) {
+        uint256 item = itemSize(t.dtype);
         uint256 n = numel(t.shape);
-        if (o.element >= n) revert ITraceProofs.ElementOutOfRange(o.element, n);
-        uint256 expected = (o.element * itemSize(t.dtype)) / CHUNK_BYTES;
-        // INVARIANT: the chunk is the one holding the element; its leaf carries that index (position binding).
-        if (o.chunkIndex != expected) revert ITraceProofs.WrongChunkIndex(o.chunkIndex, expected);
-        return elementBitsAt(t.root, t.dtype, t.shape, o.element, o.chunk, o.proof);
-    }
-
-    /// @notice `elementBits` from the pieces: element `element` of the tensor with root `root`, dtype `dtype` and
-    ///         shape `shape`, in `chunk` (the one holding it: its index is the element's) with path `proof`.
-    function elementBitsAt(
-        bytes32 root,
-        uint256 dtype,
-        uint256[] calldata shape,
-        uint256 element,
-        bytes32 chunk,
-        bytes32[] calldata proof
-    ) internal pure returns (uint256 bits) {
-        uint256 item = itemSize(dtype);
-        uint256 n = numel(shape);
+        uint256 element = o.element;
         // INVARIANT: only an element inside the committed shape opens (the padding after it is no element).
         if (element >= n) revert ITraceProofs.ElementOutOfRange(element, n);
         uint256 offset = element * item;
-        bytes32 dataRoot = MerkleProof.processProofCalldata(proof, chunkLeaf(offset / CHUNK_BYTES, chunk));
-        bytes32 computed = tensorRoot(dtype, shape, dataRoot);
+        uint256 chunkIndex = o.chunkIndex;
+        bytes32 chunk = o.chunk;
+        // INVARIANT: the chunk is the one holding the element; its leaf carries that index (position binding).
+        if (chunkIndex != offset / CHUNK_BYTES) revert ITraceProofs.WrongChunkIndex(chunkIndex, offset / CHUNK_BYTES);
+        bytes32 dataRoot = MerkleProof.processProofCalldata(o.proof, chunkLeaf(chunkIndex, chunk));
+        bytes32 computed = tensorRoot(t.dtype, t.shape, dataRoot);
         // INVARIANT: the chunk, the dtype and the shape are the committed ones.
-        if (computed != root) revert ITraceProofs.TensorRootMismatch(computed, root);
+        if (computed != t.root) revert ITraceProofs.TensorRootMismatch(computed, t.root);
         return bitsIn(chunk, offset, item);
     }
 
@@ -260,7 +247,7 @@ library TraceProofs {
         DotStep calldata s
     ) internal pure returns (DotStepValues memory v) {
         _opAndInputs(traceRoot, op, ins);
-        (uint256 aIndex, uint256 bIndex, uint256 bInput) = _operands(op, ins, rows, element, s.k, v);
+        (uint256 aIndex, uint256 bIndex) = _operands(op, ins, rows, element, s.k, v);
         // INVARIANT: the contract opens exactly the elements step k reads, never ones a party picked.
         if (s.a.element != aIndex) revert ITraceProofs.WrongOperand(s.a.element, aIndex);
         v.aBits = elementBits(ins[0], s.a);
@@ -269,7 +256,7 @@ library TraceProofs {
             v.bBits = FLOAT32_ONE;
         } else {
             if (s.b.element != bIndex) revert ITraceProofs.WrongOperand(s.b.element, bIndex);
-            v.bBits = elementBits(ins[bInput], s.b);
+            v.bBits = elementBits(ins[1], s.b);
         }
         _partials(s, v);
     }
@@ -308,10 +295,9 @@ library TraceProofs {
         uint256 element,
         uint256 k,
         DotStepValues memory v
-    ) private pure returns (uint256 aIndex, uint256 bIndex, uint256 bInput) {
+    ) private pure returns (uint256 aIndex, uint256 bIndex) {
         uint256[] calldata bShape = _checkedInputs(op.codeHash, ins) == 2 ? ins[1].shape : ins[0].shape;
         (aIndex, bIndex, v.length) = dotOperands(op.codeHash, op.attrsHash, rows, ins[0].shape, bShape, element, k);
-        bInput = 1;
     }
 
     /// @dev `ins` are as many as dot op `code` has, of its dtypes; returns how many.

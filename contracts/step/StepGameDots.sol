@@ -106,7 +106,7 @@ abstract contract StepGameDots is StepGameBase {
         }
         if (msg.sender != s.g.counter) revert Bisection.NotYourTurn(msg.sender, s.g.counter);
         s.g.checkTurn(msg.sender); // decides or reverts: not charged (`_deciding`)
-        _isDisputedDot(s, m);
+        _isDisputedDot(s, m.element, m.blockA, m.blockB);
         _decide(gameId, s, dots.refutesBlock(s.opened, m, w, ofA), Reason.WrongBlock);
     }
 
@@ -125,12 +125,12 @@ abstract contract StepGameDots is StepGameBase {
     ///         agreed sum and the claimant's), the rest by `DotReferee.step`.
     function refuteDotStep(uint256 gameId, bytes calldata move) external {
         Game storage s = _deciding(gameId, Stage.DotStep);
-        uint256 element = PackedMoves.word(move, DotElementStep.AT_ELEMENT);
-        uint256 blockA = PackedMoves.word(move, DotElementStep.AT_BLOCK_A);
-        uint256 blockB = PackedMoves.word(move, DotElementStep.AT_BLOCK_B);
-        if (element != s.element || blockA != s.blockA || blockB != s.blockB) {
-            revert NotDisputedElement(element, blockA, blockB);
-        }
+        _isDisputedDot(
+            s,
+            PackedMoves.word(move, DotElementStep.AT_ELEMENT),
+            PackedMoves.word(move, DotElementStep.AT_BLOCK_A),
+            PackedMoves.word(move, DotElementStep.AT_BLOCK_B)
+        );
         uint256 k = PackedMoves.word(move, DotElementStep.AT_K);
         if (k != s.g.lo) revert WrongOp(k, s.g.lo);
         int256 prev = int256(PackedMoves.word(move, DotElementStep.AT_PREV));
@@ -144,11 +144,11 @@ abstract contract StepGameDots is StepGameBase {
 
     // ---- internals ----
 
-    /// @dev `m` is about the disputed element and the claimant's block exponents (the referee proves its op is the
-    ///      opened one).
-    function _isDisputedDot(Game storage s, DotMove calldata m) internal view {
-        if (m.element != s.element || m.blockA != s.blockA || m.blockB != s.blockB) {
-            revert NotDisputedElement(m.element, m.blockA, m.blockB);
+    /// @dev A move is about the disputed element and the claimant's block exponents (the referee proves its op is
+    ///      the opened one).
+    function _isDisputedDot(Game storage s, uint256 element, uint256 blockA, uint256 blockB) internal view {
+        if (element != s.element || blockA != s.blockA || blockB != s.blockB) {
+            revert NotDisputedElement(element, blockA, blockB);
         }
     }
 

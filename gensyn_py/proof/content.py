@@ -46,6 +46,9 @@ class JobContent:
     _specs: dict[int, JobSpec] = field(default_factory=dict)
     _datasets: dict[int, Dataset] = field(default_factory=dict)
     _manifests: dict[str, Manifest] = field(default_factory=dict)
+    # parent job -> its verified final model: every replay of a fine-tune's round 0 (and its diloco aggregation)
+    # starts from it
+    _parents: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
 
     def spec(self, job_id: int) -> JobSpec:
         from gensyn_py.train.spec import parse_spec_bytes
@@ -131,21 +134,25 @@ class JobContent:
         completed, trained the same model, and its model bytes match its on-chain final state hash."""
         assert spec.init is not None
         parent = spec.init.parent_job
-        status = self.view.job_state(parent).status
-        if status is JobStatus.NONE:
-            raise VerificationError(f"init.parent_job: job {parent} does not exist on this deployment")
-        if status is not JobStatus.COMPLETED:
-            raise VerificationError(f"init.parent_job: job {parent} is {status.name.lower()}, not completed: "
-                                    f"it has no final model to start from")
+        cached = self._parents.get(parent)  # verified once: a completed job's model never changes
+        if cached is None:
+            status = self.view.job_state(parent).status
+            if status is JobStatus.NONE:
+                raise VerificationError(f"init.parent_job: job {parent} does not exist on this deployment")
+            if status is not JobStatus.COMPLETED:
+                raise VerificationError(f"init.parent_job: job {parent} is {status.name.lower()}, not completed: "
+                                        f"it has no final model to start from")
         theirs = self.spec(parent)
         if theirs.model != spec.model:
             raise VerificationError(f"init.parent_job: job {parent} trained {theirs.model.family} "
                                     f"{dict(theirs.model.sizes)}, this spec names {spec.model.family} "
                                     f"{dict(spec.model.sizes)}")
-        final = self.view.final_unit(parent, theirs.rounds, theirs.shards)
-        if final is None or final.status is not UnitStatus.FINAL:
-            raise VerificationError(f"init.parent_job: job {parent}'s final unit is not final")
-        return self.model_of(final)
+        if cached is None:
+            final = self.view.final_unit(parent, theirs.rounds, theirs.shards)
+            if final is None or final.status is not UnitStatus.FINAL:
+                raise VerificationError(f"init.parent_job: job {parent}'s final unit is not final")
+            cached = self._parents[parent] = self.model_of(final)
+        return dict(cached)
 
     def outer_init(self, job_id: int, round_: int) -> dict[str, torch.Tensor] | None:
         """What a `diloco` aggregation of round 0 steps from when the job fine-tunes a parent (its final model);

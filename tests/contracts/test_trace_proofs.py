@@ -7,6 +7,7 @@ call to pure functions: no state, no money moves, so there is nothing to conserv
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
 from typing import Any
@@ -72,6 +73,18 @@ def reverts(errors: ErrorDecoder, fn: Any) -> str:
         assert err is not None, exc
         return err.name
     raise AssertionError("the call did not revert")
+
+
+def assert_no_panic_on_absurd_words(errors: ErrorDecoder, call: Callable[[bytes], Any], move: bytes) -> None:
+    """Each word of a packed move replaced by the largest count (a depth, a dim, an element): the referee reads it
+    and returns or reverts by name, never with a panic (no count is scaled before it is bounded)."""
+    for at in range(len(move) // 32):
+        lie = move[:32 * at] + b"\xff" * 32 + move[32 * (at + 1):]
+        try:
+            call(lie).call()
+        except Exception as exc:  # web3 raises several types; the decoder reads any
+            err = errors.from_exception(exc)
+            assert err is not None and err.name != "Panic", (at, exc)
 
 
 def bits_of(harness: Any, tr: Trace, tid: int, e: int) -> int:
