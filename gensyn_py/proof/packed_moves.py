@@ -19,31 +19,27 @@ from collections.abc import Sequence
 from typing import Any
 
 from gensyn_py.crypto.hashing import uint256
+from gensyn_py.proof.prefix_sums import int256
 
 ArgTuple = Sequence[Any]  # a struct tuple as ``onchain_trace``'s ``as_arg()`` writes it
 
 
-def word(value: int) -> bytes:
-    """One word: an unsigned integer, or a signed one in two's complement (a prefix sum)."""
-    return uint256(value % 2**256) if value < 0 else uint256(value)
-
-
 def _path(proof: Sequence[bytes]) -> bytes:
-    return word(len(proof)) + b"".join(bytes(p) for p in proof)
+    return uint256(len(proof)) + b"".join(bytes(p) for p in proof)
 
 
 def _op(op: ArgTuple) -> bytes:
     index, code, attrs, inputs, output_root, proof = op
-    pairs = b"".join(word(int(i)) + bytes(root) for i, root in inputs)
-    return word(int(index)) + bytes(code) + bytes(attrs) + pairs + bytes(output_root) + _path(proof)
+    pairs = b"".join(uint256(int(i)) + bytes(root) for i, root in inputs)
+    return uint256(int(index)) + bytes(code) + bytes(attrs) + pairs + bytes(output_root) + _path(proof)
 
 
 def _tensor(ref: ArgTuple, opening: ArgTuple) -> bytes:
     """A tensor header (its root is the op leaf's) and one element's opening (its chunk index is implied)."""
     _, dtype, shape = ref
     element, _, chunk, proof = opening
-    header = word(int(dtype)) + word(len(shape)) + b"".join(word(int(d)) for d in shape)
-    return header + word(int(element)) + bytes(chunk) + _path(proof)
+    header = uint256(int(dtype)) + uint256(len(shape)) + b"".join(uint256(int(d)) for d in shape)
+    return header + uint256(int(element)) + bytes(chunk) + _path(proof)
 
 
 def pack_element_check(check: ArgTuple) -> bytes:
@@ -51,7 +47,7 @@ def pack_element_check(check: ArgTuple) -> bytes:
     op, ins, in_els, out, out_el, bounds = check
     lo, hi = (int(b) for b in bounds)
     inputs = b"".join(_tensor(ref, el) for ref, el in zip(ins, in_els, strict=True))
-    return _op(op) + word(lo << 64 | hi) + _tensor(out, out_el) + inputs
+    return _op(op) + uint256(lo << 64 | hi) + _tensor(out, out_el) + inputs
 
 
 def pack_dot_step(op: ArgTuple, ins: Sequence[ArgTuple], rows: int, element: int, k: int, a: ArgTuple,
@@ -61,6 +57,7 @@ def pack_dot_step(op: ArgTuple, ins: Sequence[ArgTuple], rows: int, element: int
     (partial[k-1], 0 when k = 0, and partial[k]) and the block exponents, which the game holds (no witnesses or
     prefix-sum paths are sent)."""
     prev, cur = sums
-    head = b"".join(word(int(v)) for v in (element, k, blocks[0], blocks[1], prev if k else 0, cur, rows))
+    head = (b"".join(uint256(int(v)) for v in (element, k, blocks[0], blocks[1])) + int256(prev if k else 0)
+            + int256(cur) + uint256(rows))
     operands = _tensor(ins[0], a) + (_tensor(ins[1], b) if b is not None else b"")
     return head + _op(op) + operands
