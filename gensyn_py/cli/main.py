@@ -30,6 +30,7 @@ def cli(ctx: click.Context) -> None:
 
 def _register() -> None:
     from gensyn_py.cli.classes import nodes
+    from gensyn_py.cli.data import data
     from gensyn_py.cli.demo import demo
     from gensyn_py.cli.devnet import devnet
     from gensyn_py.cli.explorer import explorer
@@ -37,6 +38,7 @@ def _register() -> None:
     from gensyn_py.cli.nodes import challenger, solver, validator
     from gensyn_py.cli.operator import node
 
+    cli.add_command(data)
     cli.add_command(devnet)
     cli.add_command(demo)
     cli.add_command(explorer)

@@ -56,8 +56,16 @@ def estimate(spec: JobSpec, throughput_mflops: int) -> Estimate:
     from gensyn_py.train.models.mlp import MLPConfig
     from gensyn_py.train.models.transformer import TransformerConfig
 
-    cfg: Any = make_config(spec.model.family, spec.model.sizes)
     b = spec.batch_size
+    if spec.model.onnx is not None:
+        from gensyn_py.train.models import graph_facts, graph_of
+
+        params, acts_bytes = graph_of(spec).num_params, graph_facts(spec).activation_bytes
+        memory = (params * STATE_FACTOR * BYTES_PER_VALUE + 2 * acts_bytes) / 2**20
+        flops = graph_facts(spec).flops_per_step
+        per_step = flops / (max(throughput_mflops, 1) * 1e6) + STEP_OVERHEAD_S
+        return Estimate(params, flops, memory, per_step * spec.steps_per_unit)
+    cfg: Any = make_config(spec.model.family, spec.model.sizes)
     try:
         params, flops_per_step = spec_costs(spec)
     except TypeError:  # an unknown family: count nothing rather than refuse
@@ -82,8 +90,13 @@ def check_labels(spec: JobSpec, dataset: Dataset) -> None:
 
     from gensyn_py.train.models import make_config
 
-    cfg = make_config(spec.model.family, spec.model.sizes)
-    limit = getattr(cfg, "num_classes", None) or getattr(cfg, "vocab_size", None)
+    if spec.model.onnx is not None:
+        from gensyn_py.train.models import graph_facts
+
+        limit: int | None = graph_facts(spec).outputs
+    else:
+        cfg = make_config(spec.model.family, spec.model.sizes)
+        limit = getattr(cfg, "num_classes", None) or getattr(cfg, "vocab_size", None)
     y = np.asarray(dataset.y)
     if limit is None or y.size == 0:
         return

@@ -51,6 +51,7 @@ class JobContent:
     _parents: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
 
     def spec(self, job_id: int) -> JobSpec:
+        from gensyn_py.train.graphs.cache import fetch_model
         from gensyn_py.train.spec import parse_spec_bytes
 
         if job_id not in self._specs:
@@ -58,7 +59,9 @@ class JobContent:
             # One definition of a spec: the on-chain hash covers the exact stored bytes, checked before parsing.
             data = self.store.get(job.spec_cid, self.timeout)
             try:
-                self._specs[job_id] = parse_spec_bytes(data, job.spec_hash)
+                spec = parse_spec_bytes(data, job.spec_hash)
+                fetch_model(spec.model.onnx, self.store, self.timeout)  # an ONNX model: checked before any use
+                self._specs[job_id] = spec
             except SpecError as e:
                 raise SpecError(f"job {job_id}, spec {job.spec_cid}: {e}") from None
         return self._specs[job_id]

@@ -246,3 +246,7 @@ def cross_entropy(be: Backend, logits: Arr, labels: Arr) -> tuple[Arr, Any]:
     logp = be.sub(d, O.log(be, s))
     loss = be.neg(O.mean_all(be, be.gather(logp, labels)))
     return loss, (logits, labels, e, s)
+
+
+# The general layers of graph models (``train/graphs``) register themselves in LAYERS on import.
+from gensyn_py.repro import graph_layers as _graph_layers  # noqa: E402,F401

@@ -6,6 +6,10 @@ spec file) instead of a full entry; `--dataset FILE` does the same from the
 command line and wins over the file. The dataset file is decoded (safetensors
 with exactly `x` and `y`, never pickle) and described by `dataset_entry`; with
 a store, its bytes are uploaded so solvers can fetch them by CID.
+
+Likewise a `model` of `{"family": "onnx", "file": "model.onnx"}` names a local
+ONNX file: it is parsed and checked against the whitelist here, then described
+as `{"family": "onnx", "onnx": {"cid", "size_bytes"}}` and, with a store, uploaded.
 """
 
 from __future__ import annotations
@@ -63,6 +67,26 @@ def dataset_file_entry(path: Path, store: ContentStore | None = None) -> dict[st
     return entry
 
 
+def model_file_entry(path: Path, store: ContentStore | None = None) -> dict[str, Any]:
+    """The spec's `model` entry for a local ONNX file, checked and loaded for this process; uploads it when a
+    store is given."""
+    from gensyn_py.storage.cid import cid_for_bytes
+    from gensyn_py.train.graphs.cache import load
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"model.file: cannot read {path}: {exc.strerror or exc}") from None
+    cid = cid_for_bytes(data)
+    try:
+        load(cid, data)
+    except SpecError as exc:
+        raise SpecError(f"{path}: {exc}") from None
+    if store is not None:
+        store.put(data)
+    return {"family": "onnx", "onnx": {"cid": cid, "size_bytes": len(data)}}
+
+
 def load_spec(path: Path, store: ContentStore | None = None, dataset_file: Path | None = None) -> LoadedSpec:
     """Parse a spec file; a local dataset (in the file or `dataset_file`) is described and, with a store, uploaded."""
     from gensyn_py.train.spec import parse_spec
@@ -77,6 +101,11 @@ def load_spec(path: Path, store: ContentStore | None = None, dataset_file: Path 
             local = path.parent / dataset["file"]
     if local is not None:
         obj["dataset"] = dataset_file_entry(local, store)
+    model = obj.get("model")
+    if isinstance(model, dict) and set(model) == {"family", "file"} and model["family"] == "onnx":
+        if not isinstance(model["file"], str) or not model["file"]:
+            raise SpecError(f"job spec {path}: model.file must be a path")
+        obj["model"] = model_file_entry(path.parent / model["file"], store)
     try:
         spec = parse_spec(obj)
     except SpecError as exc:

@@ -49,13 +49,17 @@ def check_model_fits(spec: JobSpec, ds: Dataset) -> None:
     import numpy as np
     import torch
 
-    from gensyn_py.train.models import build_model, family
+    from gensyn_py.train.models import build_model, graph_facts, task_of
 
-    model_name = f"{spec.model.family}{dict(spec.model.sizes)}"
+    model_name = f"{spec.model.family}{dict(spec.model.sizes)}" if spec.model.onnx is None \
+        else f"onnx {spec.model.onnx.cid[:16]}..."
     described = f"x {ds.x.dtype}{list(ds.x.shape[1:])}, y {ds.y.dtype}{list(ds.y.shape[1:])}"
-    task = family(spec.model.family).task
+    task = task_of(spec)
     if ds.y.dtype != np.int64:
         raise DatasetError(f"model {model_name} trains on int64 targets; the dataset's are {ds.y.dtype}")
+    if spec.model.onnx is not None:  # its input, output and targets' shapes were checked with the graph
+        _check_range(model_name, task, graph_facts(spec).outputs, ds)
+        return
     try:
         with torch.random.fork_rng(devices=[]), torch.no_grad():
             torch.manual_seed(0)
@@ -68,6 +72,10 @@ def check_model_fits(spec: JobSpec, ds: Dataset) -> None:
     want_y = list(ds.x.shape[1:]) if task == "lm" else []
     if list(ds.y.shape[1:]) != want_y:
         raise DatasetError(f"model {model_name} needs targets shaped {want_y}; the dataset has {described}")
+    _check_range(model_name, task, outputs, ds)
+
+
+def _check_range(model_name: str, task: str, outputs: int, ds: Dataset) -> None:
     checks = [("target", ds.y)] + ([("token", ds.x)] if task == "lm" else [])
     for what, values in checks:
         low, high = int(values.min()), int(values.max())
@@ -79,6 +87,9 @@ def check_model_fits(spec: JobSpec, ds: Dataset) -> None:
 
 def validate_job(spec: JobSpec, store: ContentStore, timeout: float = 30.0) -> Dataset:
     """Run every pre-flight check; returns the verified dataset."""
+    from gensyn_py.train.graphs.cache import fetch_model
+
+    fetch_model(spec.model.onnx, store, timeout)
     ds = fetch_dataset(spec, store, timeout)
     check_model_fits(spec, ds)
     return ds

@@ -22,12 +22,12 @@ class ExactStep:
     """SGD or AdamW from torch.optim (no foreach kernels) over the model's parameters."""
 
     def __init__(self, model: torch.nn.Module, spec: JobSpec, device: str) -> None:
-        from gensyn_py.train.models import family
+        from gensyn_py.train.models import task_of
 
         self.model = model
         self.spec = spec
         self.device = device
-        self.lm = family(spec.model.family).task == "lm"
+        self.lm = task_of(spec) == "lm"
         self.optimizer = self._make_optimizer()
 
     def _make_optimizer(self) -> torch.optim.Optimizer:

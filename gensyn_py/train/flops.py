@@ -64,6 +64,10 @@ def train_flops_per_example(cfg: Any, seq_len: int | None = None) -> int:
 
 def spec_costs(spec: JobSpec) -> tuple[int, int]:
     """(parameters, training FLOPs per optimizer step) of a spec's model at its batch size."""
+    if spec.model.onnx is not None:
+        from gensyn_py.train.models import graph_facts, graph_of
+
+        return graph_of(spec).num_params, graph_facts(spec).flops_per_step
     cfg = make_config(spec.model.family, spec.model.sizes)
     seq_len = spec.dataset.x_shape[0] if isinstance(cfg, TransformerConfig) else None
     return param_count(cfg), train_flops_per_example(cfg, seq_len) * spec.batch_size

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from gensyn_py.errors import TrainingError
@@ -44,12 +43,11 @@ class StepProgram:
 
 
 def program_for(spec: JobSpec, model: torch.nn.Module) -> StepProgram:
-    from gensyn_py.train.models import family, make_config
+    from gensyn_py.train.models import repro_forward_of
 
-    fam = family(spec.model.family)
     named = list(model.named_parameters())
     return StepProgram(
-        partial(fam.repro_forward, cfg=make_config(spec.model.family, spec.model.sizes)),
+        repro_forward_of(spec),
         tuple(n for n, _ in named),
         tuple(tuple(p.shape) for _, p in named),
         spec.optimizer,

@@ -24,14 +24,47 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+def _cidv1(v: str) -> str:
+    # Stores name content by its CIDv1 in base32 (docs/formats.md); a CIDv0 `Qm...` or any other
+    # spelling can never be fetched, so it is refused here rather than retried at every node.
+    if not re.fullmatch(r"b[a-z2-7]+", v):
+        raise ValueError(f"must be a CIDv1 in base32 ('b' then a-z, 2-7), as `ipfs add --cid-version=1` "
+                         f"prints it; got {v[:24]!r}")
+    return v
+
+
+class OnnxModelRef(_Strict):
+    """A requester's own architecture: an ONNX model file by CID (`gensyn_py/train/graphs`), never run as code."""
+
+    cid: str = Field(min_length=8, max_length=128)
+    size_bytes: int = Field(gt=0, le=2**31 - 1)
+
+    @field_validator("cid")
+    @classmethod
+    def _cidv1(cls, v: str) -> str:
+        return _cidv1(v)
+
+
 class ModelSpec(_Strict):
+    """A registry family with its sizes, or `family: "onnx"` with the model file in `onnx`."""
+
     family: str
     sizes: dict[str, int] = Field(default_factory=dict)
+    # None for the registry families, and absent from their dumps (their specs keep the bytes they had)
+    onnx: OnnxModelRef | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _known(self) -> ModelSpec:
-        from gensyn_py.train.models import make_config
+        from gensyn_py.train.models import ONNX, make_config
 
+        if self.family == ONNX:
+            if self.onnx is None:
+                raise ValueError("family 'onnx' needs model.onnx: {cid, size_bytes} of the model file")
+            if self.sizes:
+                raise ValueError("family 'onnx' takes no sizes: the model file fixes them")
+            return self
+        if self.onnx is not None:
+            raise ValueError(f"model.onnx applies to family 'onnx' only, not {self.family!r}")
         make_config(self.family, self.sizes)
         return self
 
@@ -82,12 +115,7 @@ class DatasetSpec(_Strict):
     @field_validator("cid")
     @classmethod
     def _cidv1(cls, v: str) -> str:
-        # Stores name content by its CIDv1 in base32 (docs/formats.md); a CIDv0 `Qm...` or any other
-        # spelling can never be fetched, so it is refused here rather than retried at every node.
-        if not re.fullmatch(r"b[a-z2-7]+", v):
-            raise ValueError(f"must be a CIDv1 in base32 ('b' then a-z, 2-7), as `ipfs add --cid-version=1` "
-                             f"prints it; got {v[:24]!r}")
-        return v
+        return _cidv1(v)
 
     @field_validator("x_shape", "y_shape")
     @classmethod
@@ -133,7 +161,7 @@ class JobSpec(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> JobSpec:
-        if self.mode == "repro":
+        if self.mode == "repro" and self.model.onnx is None:  # a graph's contractions: checked when it is fetched
             from gensyn_py.repro.opset import MAX_K
             from gensyn_py.train.models import family, make_config
 

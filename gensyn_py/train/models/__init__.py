@@ -21,6 +21,10 @@ from gensyn_py.train.models.transformer import TransformerConfig
 if TYPE_CHECKING:
     import torch
 
+    from gensyn_py.train.graphs.checks import GraphFacts
+    from gensyn_py.train.graphs.graph import Graph
+    from gensyn_py.train.spec import JobSpec
+
 
 @dataclass(frozen=True)
 class Family:
@@ -98,3 +102,62 @@ def build_model(name: str, sizes: Mapping[str, int], repro: bool = False) -> tor
     from gensyn_py.repro.autograd import repro_module
 
     return repro_module(model, partial(fam.repro_forward, cfg=cfg))
+
+
+# ---- a job's model, whichever kind: a registry family, or an ONNX graph (`train/graphs`) ----
+
+ONNX = "onnx"
+
+
+def graph_of(spec: JobSpec) -> Graph:
+    """The checked graph of an `onnx` spec (loaded into this process by whoever fetched the spec's content)."""
+    from gensyn_py.train.graphs.cache import loaded
+
+    assert spec.model.onnx is not None
+    return loaded(spec.model.onnx.cid)
+
+
+def graph_facts(spec: JobSpec) -> GraphFacts:
+    """The graph checked against the job (input, output, bounds, repro exactness), once per process."""
+    from gensyn_py.train.graphs.checks import check_graph
+
+    key = spec.canonical_bytes()
+    if key not in _FACTS:
+        d = spec.dataset
+        _FACTS[key] = check_graph(graph_of(spec), spec.batch_size, d.x_shape, d.x_dtype, d.y_shape, spec.mode)
+    return _FACTS[key]
+
+
+_FACTS: dict[bytes, GraphFacts] = {}
+
+
+def task_of(spec: JobSpec) -> str:
+    """"classify" or "lm": what the model's output scores and the dataset's targets are."""
+    return graph_facts(spec).task if spec.model.onnx is not None else family(spec.model.family).task
+
+
+def build_for(spec: JobSpec, repro: bool = False) -> torch.nn.Module:
+    """The spec's model: a registry family (default init; the trainer seeds first) or the graph's module
+    (its initial weights are the file's)."""
+    if spec.model.onnx is None:
+        return build_model(spec.model.family, spec.model.sizes, repro)
+    from gensyn_py.train.graphs.module import GraphModule, repro_forward
+
+    graph_facts(spec)  # refused here, by name, if the graph does not fit the job
+    module = GraphModule(graph_of(spec))
+    if not repro:
+        return module
+    from gensyn_py.repro.autograd import repro_module
+
+    return repro_module(module, partial(repro_forward, cfg=module.graph))
+
+
+def repro_forward_of(spec: JobSpec) -> Callable[..., Any]:
+    """(executor, params, x) -> output: the spec's model as repro layer ops."""
+    if spec.model.onnx is None:
+        fam = family(spec.model.family)
+        return partial(fam.repro_forward, cfg=make_config(spec.model.family, spec.model.sizes))
+    from gensyn_py.train.graphs.module import repro_forward
+
+    graph_facts(spec)
+    return partial(repro_forward, cfg=graph_of(spec))

@@ -1,0 +1,106 @@
+"""A CSV file with a header row as a classification dataset: one label column, every other column a feature.
+
+Read with the csv module (no pandas): x is float32 (N, F) with the feature columns in header order, y the
+int64 labels. Labels that are all integers are used as they are (>= 0); otherwise every label is a name,
+mapped to its index in the sorted list of names, which goes into metadata `classes`. A cell that is not a
+finite number is refused with its line and column, never skipped or filled in.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from array import array
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gensyn_py.train.packing.common import Packed, PackError, check_bytes, finish
+
+if TYPE_CHECKING:
+    from _csv import Reader
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_INT64_MAX = 2**63 - 1
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def pack_csv(path: Path, target: str) -> Packed:
+    """Pack `path`, whose column `target` holds the labels."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            names, features, labels = _read(csv.reader(f), path, target)
+    except UnicodeDecodeError as e:
+        raise PackError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except csv.Error as e:
+        raise PackError(f"{path}: not a readable CSV file ({e})") from None
+    width = len(names) - 1
+    x = np.frombuffer(features, dtype=np.float64).astype(np.float32).reshape(-1, width)
+    metadata = {"kind": "csv"}
+    if all(_INTEGER.fullmatch(label) for label, _ in labels):
+        y = _integer_labels(labels, path, target)
+    else:
+        classes = sorted({label for label, _ in labels})
+        index = {name: i for i, name in enumerate(classes)}
+        y = np.array([index[label] for label, _ in labels], dtype=np.int64)
+        metadata["classes"] = json.dumps(classes, ensure_ascii=False)
+    return finish(x, y, metadata, str(path))
+
+
+def _read(reader: Reader, path: Path, target: str) -> tuple[list[str], array, list[tuple[str, int]]]:
+    """The header, every feature value in row order, and each label with its line number."""
+    header = next(reader, None)
+    if header is None:
+        raise PackError(f"{path}: empty; expected a header row naming the columns")
+    names = [h.strip() for h in header]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise PackError(f"{path}: the header names column(s) {dupes} more than once")
+    if target not in names:
+        raise PackError(f"{path}: no target column {target!r}; the columns are {names}")
+    if len(names) < 2:
+        raise PackError(f"{path}: only the target column {target!r}; no feature columns")
+    t = names.index(target)
+    features = array("d")
+    labels: list[tuple[str, int]] = []
+    for row in reader:
+        if not row:
+            continue  # a blank line
+        line = reader.line_num
+        if len(row) != len(names):
+            raise PackError(f"{path} line {line}: {len(row)} cells, the header has {len(names)}")
+        for i, cell in enumerate(row):
+            if i != t:
+                features.append(_number(cell, path, line, names[i]))
+        label = row[t].strip()
+        if not label:
+            raise PackError(f"{path} line {line}: empty label in column {target!r}")
+        labels.append((label, line))
+        check_bytes(len(features) * 4 + len(labels) * 8, f"{path}: {len(labels):,} rows and counting")
+    if not labels:
+        raise PackError(f"{path}: a header but no data rows")
+    return names, features, labels
+
+
+def _number(cell: str, path: Path, line: int, column: str) -> float:
+    try:
+        value = float(cell)
+    except ValueError:
+        raise PackError(f"{path} line {line}, column {column!r}: {cell!r} is not a number") from None
+    if not math.isfinite(value) or abs(value) > _FLOAT32_MAX:
+        raise PackError(f"{path} line {line}, column {column!r}: {cell!r} is not a finite float32 number")
+    return value
+
+
+def _integer_labels(labels: list[tuple[str, int]], path: Path, target: str) -> np.ndarray:
+    values = []
+    for label, line in labels:
+        value = int(label)
+        if value < 0 or value > _INT64_MAX:
+            raise PackError(f"{path} line {line}, column {target!r}: label {value} is not a class id "
+                            "(integers from 0)")
+        values.append(value)
+    return np.array(values, dtype=np.int64)
