@@ -55,17 +55,18 @@ class TorchOps:
 
     def op_Gemm(self, node: Node, a: list[Any]) -> torch.Tensor:
         x, w = self.t(a[0]), self.t(a[1])
-        if attr_int(node, "transA", 0):
+        c = self.t(a[2]) if len(a) > 2 and a[2] is not None else None
+        alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
+        trans_a, trans_b = attr_int(node, "transA", 0), attr_int(node, "transB", 0)
+        if alpha == beta == 1.0 and not trans_a and trans_b:
+            return F.linear(x, w, c)  # nn.Linear's own kernel (fused bias): the exported model's bits
+        if trans_a:
             x = x.t()
-        if attr_int(node, "transB", 0):
+        if trans_b:
             w = w.t()
-        y = torch.matmul(x, w) * float(node.attrs.get("alpha", 1.0)) if node.attrs.get("alpha", 1.0) != 1.0 \
-            else torch.matmul(x, w)
-        if len(a) > 2 and a[2] is not None:
-            c = self.t(a[2])
-            beta = float(node.attrs.get("beta", 1.0))
-            y = y + (c * beta if beta != 1.0 else c)
-        return y
+        if c is None:
+            return torch.matmul(x, w) * alpha if alpha != 1.0 else torch.matmul(x, w)
+        return torch.addmm(c, x, w, beta=beta, alpha=alpha)
 
     def op_Conv(self, node: Node, a: list[Any]) -> torch.Tensor:
         # contiguous: torch 2.13's CPU convolution backward corrupts memory on a permuted (channels-last
