@@ -115,7 +115,8 @@ def export(model: nn.Module, example: torch.Tensor) -> bytes:
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, (example,), buf, dynamo=False, opset_version=20,
+        torch.onnx.export(model, (example,), buf,  # type: ignore[arg-type]  # a file object works (TorchScript exporter)
+                          dynamo=False, opset_version=20,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                           input_names=["x"], output_names=["scores"])
     return buf.getvalue()
@@ -126,7 +127,7 @@ def main(out_dir: str) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "resnet_cnn.onnx").write_bytes(export(ResNetCNN(), torch.zeros(16, 3, 16, 16)))
-    (out / "gpt_lm.onnx").write_bytes(export(GPT(), torch.zeros(16, 16, dtype=torch.int64)))
+    (out / "gpt_lm.onnx").write_bytes(export(GPT(vocab=512), torch.zeros(16, 16, dtype=torch.int64)))
     print(f"wrote {out / 'resnet_cnn.onnx'} and {out / 'gpt_lm.onnx'}")
 
 

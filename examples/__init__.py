@@ -1,0 +1,1 @@
+"""Runnable examples; `onnx_models` is also imported by the tests and benchmarks."""
