@@ -37,8 +37,8 @@ def data() -> None:
 @click.option("--kind", type=click.Choice(KINDS), default=None,
               help="What SOURCE is; inferred when left out (a folder of class folders: images; a .txt or a "
                    "folder of them: text; .npz/.npy: arrays; .csv: csv).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="The safetensors file to write.")
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="The safetensors file to write (a folder with --chunk-examples).")
 @click.option("--size", metavar="HxW", default=None, help="images: resize every image to H x W (required).")
 @click.option("--channels", type=click.Choice(["1", "3", "4"]), default=None,
               help="images: 1 greyscale, 3 RGB, 4 RGBA.  [default: 3]")
@@ -49,9 +49,13 @@ def data() -> None:
               help="text: the tokenizer's largest vocabulary.  [default: 512]")
 @click.option("--seq-len", type=click.IntRange(min=1), default=None,
               help="text: tokens per example.  [default: 64]")
+@click.option("--chunk-examples", type=click.IntRange(min=1), default=None,
+              help="Store the dataset as chunks of this many examples: --out is then a folder holding manifest.json "
+                   "and chunk-NNNNN.safetensors; nodes fetch only the chunks their steps read.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the dataset entry: no progress, no summary.")
 def pack(source: Path, kind: str | None, out: Path, size: str | None, channels: str | None, y_path: Path | None,
-         target: str | None, vocab_size: int | None, seq_len: int | None, quiet: bool) -> None:
+         target: str | None, vocab_size: int | None, seq_len: int | None, chunk_examples: int | None,
+         quiet: bool) -> None:
     """Pack SOURCE into a dataset file and print the job spec's `dataset` entry for it (JSON).
 
     \b
@@ -76,6 +80,14 @@ def pack(source: Path, kind: str | None, out: Path, size: str | None, channels: 
     with _progress(quiet, f"packing {source.name}") as progress:
         packed = _pack(kind, source, size, int(channels or 3), y_path, target, vocab_size or 512, seq_len or 64,
                        progress)
+    if chunk_examples is not None:
+        from gensyn_py.train.chunks import write_chunked
+
+        entry = write_chunked(packed.dataset, chunk_examples, out)
+        click.echo(json.dumps(entry, indent=2))
+        _note(quiet, f"wrote {out}/: manifest.json and {-(-packed.dataset.num_examples // chunk_examples)} chunks: "
+                     f"{summary(packed)}")
+        return
     _write(out, packed.data)
     click.echo(json.dumps(dataset_entry(packed.dataset, packed.data), indent=2))
     _note(quiet, f"wrote {out}: {summary(packed)}")

@@ -97,6 +97,12 @@ def check_labels(spec: JobSpec, dataset: Dataset) -> None:
     else:
         cfg = make_config(spec.model.family, spec.model.sizes)
         limit = getattr(cfg, "num_classes", None) or getattr(cfg, "vocab_size", None)
+    from gensyn_py.train.chunks import ChunkedDataset
+
+    if isinstance(dataset, ChunkedDataset):  # only the chunks this unit reads: `check_unit_data`
+        for _, part in sorted(dataset.held().items()):
+            check_labels(spec, part)
+        return
     y = np.asarray(dataset.y)
     if limit is None or y.size == 0:
         return
@@ -105,6 +111,29 @@ def check_labels(spec: JobSpec, dataset: Dataset) -> None:
     low, high = int(y.min()), int(y.max())
     if low < 0 or high >= limit:
         raise UnfitJob(f"dataset labels span {low}..{high}; the model has {limit} classes")
+
+
+MAX_UNIT_DATA_BYTES = 16 * 2**30  # the chunks one unit's steps read, all held by the node that trains it
+
+
+def check_unit_data(spec: JobSpec, dataset: Dataset, unit: Unit) -> None:
+    """A chunked dataset: the chunks this unit's steps read fit `MAX_UNIT_DATA_BYTES`; they are fetched now
+    (checked against the manifest, kept for training) so that their labels can be checked before a claim."""
+    from gensyn_py.train.chunks import ChunkedDataset
+    from gensyn_py.train.data import batch_indices, shard_indices
+
+    if not isinstance(dataset, ChunkedDataset) or unit.shard == AGGREGATION_SHARD:
+        return
+    members = shard_indices(dataset.num_examples, spec.shards, unit.shard, spec.seed)
+    chunks: set[int] = set()
+    for step in range(spec.steps_per_unit):
+        chunks |= dataset.chunks_of(batch_indices(members, spec.batch_size, spec.seed, unit.round, unit.shard, step))
+    need = sum(dataset.manifest.chunks[k].size_bytes for k in chunks)
+    if need > MAX_UNIT_DATA_BYTES:
+        raise UnfitJob(f"the unit reads {len(chunks)} dataset chunks, {need:,} bytes; a unit may read at most "
+                       f"{MAX_UNIT_DATA_BYTES:,}")
+    for k in sorted(chunks):
+        dataset.chunk(k)
 
 
 def check_shape(spec: JobSpec, unit: Unit, num_segments: int | None, params: JobParams | None) -> None:
@@ -165,6 +194,7 @@ def preflight(spec: JobSpec, dataset: Dataset | None, hardware: HardwareProfile,
     check_shape(spec, unit, num_segments, params)
     est = check_fit(spec, hardware, None if params is None else params.commit_window)
     if dataset is not None:
+        check_unit_data(spec, dataset, unit)
         check_labels(spec, dataset)
         check_steps(spec, dataset, steps_root)
     return est

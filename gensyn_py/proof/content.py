@@ -67,11 +67,13 @@ class JobContent:
         return self._specs[job_id]
 
     def dataset(self, job_id: int) -> Dataset:
-        from gensyn_py.train.data import Dataset
+        """The job's dataset: one file decoded whole, or a chunked one whose chunks are fetched (and kept) as the
+        steps that read them run (`train/chunks.py`)."""
+        from gensyn_py.train.chunks import open_dataset
 
         if job_id not in self._datasets:
             spec = self.spec(job_id)
-            self._datasets[job_id] = Dataset.from_bytes(self.store.get(spec.dataset.cid, self.timeout), spec.dataset)
+            self._datasets[job_id] = open_dataset(spec.dataset, lambda cid: self.store.get(cid, self.timeout))
         return self._datasets[job_id]
 
     def manifest(self, cid: str) -> Manifest:

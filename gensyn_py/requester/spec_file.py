@@ -50,9 +50,12 @@ def read_spec_json(path: Path) -> dict[str, Any]:
 
 
 def dataset_file_entry(path: Path, store: ContentStore | None = None) -> dict[str, Any]:
-    """The spec's `dataset` entry for a local safetensors file; uploads it when a store is given."""
+    """The spec's `dataset` entry for a local safetensors file, or a folder of chunks (`gensyn data pack
+    --chunk-examples`); uploads it (every chunk, then the manifest) when a store is given."""
     from gensyn_py.train.data import Dataset, dataset_entry
 
+    if path.is_dir():
+        return _chunked_entry(path, store)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -64,6 +67,28 @@ def dataset_file_entry(path: Path, store: ContentStore | None = None) -> dict[st
     entry = dataset_entry(ds, data)
     if store is not None:
         store.put(data)
+    return entry
+
+
+def _chunked_entry(folder: Path, store: ContentStore | None) -> dict[str, Any]:
+    from gensyn_py.train.chunks import chunked_entry, parse_manifest, read_chunked
+    from gensyn_py.train.data import Dataset
+
+    try:
+        manifest_bytes, files = read_chunked(folder)
+    except OSError as exc:
+        raise DatasetError(f"cannot read chunked dataset {folder}: {exc.strerror or exc}") from None
+    except SpecError as exc:
+        raise DatasetError(f"chunked dataset {folder}: {exc}") from None
+    first = Dataset.from_bytes(files[0])
+    manifest = parse_manifest(manifest_bytes)
+    shaped = Dataset(first.x[:0].reshape(0, *first.x.shape[1:]), first.y[:0])
+    entry = chunked_entry(shaped, manifest, manifest_bytes)
+    entry["num_examples"] = manifest.num_examples
+    if store is not None:
+        for data in files:
+            store.put(data)
+        store.put(manifest_bytes)
     return entry
 
 

@@ -25,22 +25,31 @@ if TYPE_CHECKING:
 
 
 def fetch_dataset(spec: JobSpec, store: ContentStore, timeout: float = 30.0) -> Dataset:
-    """The spec's dataset from the store, checked against its declared size and shapes."""
-    from gensyn_py.train.data import Dataset
+    """The spec's dataset from the store, checked against its declared size and shapes; a chunked one's every
+    chunk against its manifest entry (fetched one at a time, not kept)."""
+    from gensyn_py.train.chunks import ChunkedDataset, open_dataset
 
     cid = spec.dataset.cid
+
+    def get(name: str) -> bytes:
+        try:
+            return store.get(name, timeout)
+        except ContentNotFound:
+            what = "dataset" if name == cid else f"a chunk ({name}) of dataset {cid}"
+            raise DatasetError(f"{what} is not in the content store {store!r}: upload it first "
+                               "(or reference a local file with --dataset FILE)") from None
+        except StorageError as exc:
+            raise DatasetError(f"dataset {cid} cannot be read from {store!r}: {exc}") from None
+
     try:
-        data = store.get(cid, timeout)
-    except ContentNotFound:
-        raise DatasetError(
-            f"dataset {cid} is not in the content store {store!r}: upload it first "
-            "(or reference a local file with --dataset FILE)"
-        ) from None
-    except StorageError as exc:
-        raise DatasetError(f"dataset {cid} cannot be read from {store!r}: {exc}") from None
-    try:
-        return Dataset.from_bytes(data, spec.dataset)
+        ds = open_dataset(spec.dataset, get)
+        if isinstance(ds, ChunkedDataset):
+            for _ in ds.each_chunk():
+                pass
+        return ds
     except SpecError as exc:
+        if isinstance(exc, DatasetError):
+            raise
         raise DatasetError(f"dataset {cid} does not match the spec: {exc}") from None
 
 
@@ -76,7 +85,10 @@ def check_model_fits(spec: JobSpec, ds: Dataset) -> None:
 
 
 def _check_range(model_name: str, task: str, outputs: int, ds: Dataset) -> None:
-    checks = [("target", ds.y)] + ([("token", ds.x)] if task == "lm" else [])
+    from gensyn_py.train.chunks import ChunkedDataset
+
+    parts = [part for _, part in ds.each_chunk()] if isinstance(ds, ChunkedDataset) else [ds]
+    checks = [("target", p.y) for p in parts] + ([("token", p.x) for p in parts] if task == "lm" else [])
     for what, values in checks:
         low, high = int(values.min()), int(values.max())
         if low < 0 or high >= outputs:

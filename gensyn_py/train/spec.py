@@ -16,7 +16,8 @@ from gensyn_py.errors import SpecError
 from gensyn_py.types import MAX_ROUNDS, MAX_SEGMENTS, MAX_SHARDS, MAX_STEPS_PER_UNIT
 
 SPEC_VERSION = 1
-MAX_DATASET_BYTES = 512 * 1024 * 1024
+MAX_DATASET_BYTES = 512 * 1024 * 1024  # a dataset in one file, decoded whole; larger ones are chunked
+MAX_CHUNKED_DATASET_BYTES = 2**40  # a chunked one: a node holds only the chunks its steps read (train/chunks.py)
 MAX_EXAMPLES = 10_000_000
 
 
@@ -110,12 +111,23 @@ class DatasetSpec(_Strict):
     x_dtype: Literal["float32", "int64"]
     y_shape: list[int] = Field(default_factory=list, max_length=4)
     num_examples: int = Field(gt=0, le=MAX_EXAMPLES)
-    size_bytes: int = Field(gt=0, le=MAX_DATASET_BYTES)
+    size_bytes: int = Field(gt=0, le=MAX_CHUNKED_DATASET_BYTES)
+    # None: `cid` is one dataset file. Else `cid` is a chunk manifest and each chunk holds this many examples
+    # (train/chunks.py); absent from the dumps of single-file entries, whose bytes and hashes stay as they were.
+    chunk_examples: int | None = Field(default=None, gt=0, exclude_if=lambda v: v is None)
 
     @field_validator("cid")
     @classmethod
     def _cidv1(cls, v: str) -> str:
         return _cidv1(v)
+
+    @model_validator(mode="after")
+    def _one_file_fits(self) -> DatasetSpec:
+        if self.chunk_examples is None and self.size_bytes > MAX_DATASET_BYTES:
+            raise ValueError(f"size_bytes {self.size_bytes:,}: a dataset in one file is at most "
+                             f"{MAX_DATASET_BYTES:,} bytes; store a larger one in chunks "
+                             f"(`gensyn data pack --chunk-examples N`, chunk_examples)")
+        return self
 
     @field_validator("x_shape", "y_shape")
     @classmethod

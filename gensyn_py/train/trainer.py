@@ -101,6 +101,12 @@ class Trainer:
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         import torch
 
+        from gensyn_py.train.chunks import ChunkedDataset
+
+        if isinstance(self.dataset, ChunkedDataset):  # gathered per step: only the chunks the steps read are fetched
+            s = self.spec
+            idx = batch_indices(self.shard_idx, s.batch_size, s.seed, self.round, self.shard, step)
+            return to_tensors(self.dataset, idx, self.device)
         if self._data is None:
             self._data = to_tensors(self.dataset, np.arange(self.dataset.num_examples), self.device)
         sel = self._ahead.pop(step, None)
