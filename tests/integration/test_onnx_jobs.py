@@ -109,3 +109,25 @@ def test_a_model_file_with_an_op_off_the_whitelist_is_refused_before_money_moves
     assert requester.view.unit(unit_id).status is UnitStatus.OPEN  # nobody claimed it
     assert protocol(net)["TaskPool"].events.UnitClaimed().get_logs(
         from_block=0, argument_filters={"unitId": unit_id}) == []
+
+
+def test_a_job_on_a_chunked_dataset_settles_and_nobody_is_slashed(market: LocalNetwork) -> None:
+    """The daemons read a dataset stored as chunks under a manifest, fetching chunks as their steps read them."""
+    from gensyn_py.sim.market import digits_job_spec
+    from gensyn_py.train.chunks import chunked_entry, split
+    from gensyn_py.train.data import digits
+
+    net = market
+    start = int(net.w3.eth.block_number)
+    m = Market(net, requester_tokens=0)
+    ds = digits(image=False)[0]
+    manifest, files = split(ds, 100)
+    for f in files:
+        m.requester.store.put(f)
+    data = manifest.to_bytes()
+    m.requester.store.put(data)
+    spec = {**digits_job_spec(chunked_entry(ds, manifest, data), 1, 2, 40, 71), "mode": "repro"}
+    job = m.submit(spec).job_id
+    wait_job(net, job)
+    assert slashes(net, start) == []
+    assert_conservation(net)
