@@ -45,25 +45,30 @@ if TYPE_CHECKING:
 
 
 class PlainLoop:
-    """The trainer's unit as a textbook PyTorch loop: model, AdamW, cross-entropy, backward, step."""
+    """The trainer's unit as a textbook PyTorch loop: the spec's model (a registry family's seeded init, or an
+    ONNX model's own weights), AdamW, cross-entropy (LM scores (B, T, V) as (B*T, V), as the exact engine takes
+    them), backward, step."""
 
-    def __init__(self, spec: JobSpec, ds: Dataset) -> None:
+    def __init__(self, spec: JobSpec, ds: Dataset, device: str = "cpu") -> None:
         import torch
 
         from gensyn_py.train.data import batch_indices, shard_indices
-        from gensyn_py.train.models import build_model
+        from gensyn_py.train.models import build_for, task_of
         from gensyn_py.train.schedule import lr_at
         from gensyn_py.train.trainer import init_weights
 
-        self.model = build_model(spec.model.family, spec.model.sizes)
+        self.model = build_for(spec)
         self.model.load_state_dict(init_weights(spec))
+        self.model.to(device)
+        self.lm = task_of(spec) == "lm"
         o = spec.optimizer
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps,
                                      weight_decay=o.weight_decay, foreach=False)
-        self.x, self.y = torch.from_numpy(ds.x), torch.from_numpy(ds.y)
+        self.x, self.y = torch.from_numpy(ds.x).to(device), torch.from_numpy(ds.y).to(device)
         shard = shard_indices(ds.num_examples, spec.shards, 0, spec.seed)
         steps = range(spec.steps_per_unit)
-        self.batches = [torch.from_numpy(batch_indices(shard, spec.batch_size, spec.seed, 0, 0, s)) for s in steps]
+        self.batches = [torch.from_numpy(batch_indices(shard, spec.batch_size, spec.seed, 0, 0, s)).to(device)
+                        for s in steps]
         self.lrs = [lr_at(spec, s) for s in steps]
         self.losses: list[float] = []
         self.step = 0
@@ -78,7 +83,10 @@ class PlainLoop:
             for group in self.opt.param_groups:
                 group["lr"] = lr
             self.opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(self.model(self.x[idx]), self.y[idx])
+            out = self.model(self.x[idx])
+            if self.lm:
+                out = out.reshape(-1, out.shape[-1])
+            loss = F.cross_entropy(out, self.y[idx].reshape(-1))
             loss.backward()
             self.opt.step()
             self.losses.append(loss.item())

@@ -51,10 +51,11 @@ def pairwise_matmul(a: Tensor, b: Tensor, rows: int = 8) -> Tensor:
     return out
 
 
-def alternate(f: Callable[[], object], g: Callable[[], object], reps: int) -> tuple[float, float, float]:
-    """(min seconds of f, min seconds of g, median of the per-pair ratios f/g), run alternately after a
-    warm-up of each."""
-    for _ in range(3):
+def alternate(f: Callable[[], object], g: Callable[[], object], reps: int, warmup: int = 3,
+              on_pair: Callable[[int, float, float], None] | None = None) -> tuple[float, float, float]:
+    """(min seconds of f, min seconds of g, median of the per-pair ratios f/g), run alternately after `warmup`
+    runs of each; `on_pair(i, seconds of f, seconds of g)` after each timed pair."""
+    for _ in range(warmup):
         f()
         g()
     tf: list[float] = []
@@ -66,6 +67,8 @@ def alternate(f: Callable[[], object], g: Callable[[], object], reps: int) -> tu
         t0 = time.perf_counter()
         g()
         tg.append(time.perf_counter() - t0)
+        if on_pair is not None:
+            on_pair(len(tf) - 1, tf[-1], tg[-1])
     return min(tf), min(tg), statistics.median(a / b for a, b in zip(tf, tg, strict=True))
 
 
