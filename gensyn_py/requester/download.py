@@ -100,7 +100,7 @@ def fetch_final_model(requester: Requester, job_id: int) -> tuple[dict[str, Any]
         "finalStateHash": "0x" + result.final_state_hash.hex(),
         "resultCid": result.cid,
         "size": len(data),
-        "model": {"family": spec.model.family, "sizes": dict(spec.model.sizes)},
+        "model": spec.model.model_dump(mode="json"),  # an ONNX model: its file's CID, which the weights fit
         "weights": {name: list(t.shape) for name, t in sorted(weights.items())},
         "note": "the file is the final unit's committed result; the model weights are its tensors under 'model/'",
     }

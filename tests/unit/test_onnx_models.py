@@ -248,3 +248,26 @@ def test_a_classifier_named_for_a_language_dataset_is_refused_before_training() 
     with pytest.raises(SpecError, match=r"graph's input is \[8, 3, 8, 8\]; batch_size and dataset.x_shape give "
                                         r"\[8, 8\]"):
         Trainer(spec, lm, 0, 0, "cpu")
+
+
+def test_a_spec_file_names_a_local_model_file_which_is_checked_and_uploaded(tmp_path: Path) -> None:
+    import json
+
+    from gensyn_py.requester.spec_file import load_spec
+    from gensyn_py.storage.local import LocalStore
+
+    data = model_bytes("gpt")
+    (tmp_path / "lm.onnx").write_bytes(data)
+    ds = dataset_of("gpt")
+    (tmp_path / "tokens.safetensors").write_bytes(ds.to_bytes())
+    spec = {**onnx_spec_dict("gpt"), "model": {"family": "onnx", "file": "lm.onnx"},
+            "dataset": {"file": "tokens.safetensors"}}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    store = LocalStore(tmp_path / "store")
+    loaded = load_spec(tmp_path / "spec.json", store)
+    assert loaded.spec.model.onnx is not None
+    assert loaded.spec.model.onnx.cid == cid_for_bytes(data) and store.get(loaded.spec.model.onnx.cid) == data
+    (tmp_path / "bad.onnx").write_bytes(b"\x08\x07 not onnx")
+    (tmp_path / "spec.json").write_text(json.dumps({**spec, "model": {"family": "onnx", "file": "bad.onnx"}}))
+    with pytest.raises(SpecError, match=r"bad\.onnx: model\.onnx: "):
+        load_spec(tmp_path / "spec.json", store)
