@@ -69,8 +69,8 @@ class TorchOps:
         return torch.addmm(c, x, w, beta=beta, alpha=alpha)
 
     def op_Conv(self, node: Node, a: list[Any]) -> torch.Tensor:
-        # contiguous: torch 2.13's CPU convolution backward corrupts memory on a permuted (channels-last
-        # strided) input with a stride above 1 (tests/unit/test_onnx_models.py plays it)
+        # contiguous: torch 2.13's CPU convolution backward through oneDNN corrupts memory on a permuted
+        # (channels-last strided) input with a stride above 1 (tests/unit/test_onnx_models.py meets it)
         x, w = self.t(a[0]).contiguous(), self.t(a[1])
         geo = conv_geometry(node, tuple(x.shape), tuple(w.shape))
         b = self.t(a[2]) if len(a) > 2 and a[2] is not None else None
