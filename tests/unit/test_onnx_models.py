@@ -275,3 +275,27 @@ def test_a_spec_file_names_a_local_model_file_which_is_checked_and_uploaded(tmp_
     (tmp_path / "spec.json").write_text(json.dumps({**spec, "model": {"family": "onnx", "file": "bad.onnx"}}))
     with pytest.raises(SpecError, match=r"bad\.onnx: model\.onnx: "):
         load_spec(tmp_path / "spec.json", store)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_op_of_an_onnx_step_opens_and_recomputes_as_a_dispute_needs(kind: str) -> None:
+    """The dispute game's off-chain side on a custom model: any op's output element recomputes from its inputs,
+    every op leaf opens as the contract rebuilds it, and a dot op's operands are the elements it reads."""
+    from gensyn_py.proof.onchain_trace import DOT_OPS, dot_operands, open_op
+    from gensyn_py.proof.trace import check_element
+
+    t = Trainer(onnx_spec(kind), dataset_of(kind), 0, 0, "cpu")
+    t.run(1)
+    tr = trace_step(t)
+    rng = np.random.default_rng(0)
+    codes = set()
+    for i, op in enumerate(tr.ops):
+        if op.code == "input" or not tr.values[i].size:
+            continue
+        codes.add(op.code)
+        assert check_element(tr, i, int(rng.integers(tr.values[i].size))), (i, op.code)
+        assert open_op(tr, i).leaf() == tr.op_leaf(i), (i, op.code)
+        if op.code in DOT_OPS:
+            d = dot_operands(tr, i, tr.values[i].size // 2, 0)
+            assert d.length > 0
+    assert {"matmul", "sum", "permute", "narrow", "cat", "take" if kind == "cnn" else "embed"} <= codes
