@@ -53,6 +53,7 @@ class GamePlayer:
         self.flip_for = flip_for
         self._sides: dict[int, SegmentSide] = {}
         self._tables: dict[int, StepTable] = {}
+        self._verified: set[int] = set()  # units whose entries of a published step table were checked
         # (game, id, stage, position) where this side found no legal move: it lets its clock run out there
         self._stuck: set[tuple[str, int, int, int]] = set()
         self._at = 0  # the block the decision being made reads
@@ -178,10 +179,20 @@ class GamePlayer:
         """The unit's job's step table, built once per job (a pure function of the spec and the dataset)."""
         from gensyn_py.proof.step_table import step_table
 
+        content = self.node.content
         if unit.job_id not in self._tables:
-            content = self.node.content
-            self._tables[unit.job_id] = step_table(content.spec(unit.job_id), content.dataset(unit.job_id))
-        return self._tables[unit.job_id]
+            steps_root, _ = self.node.pool.step_table(unit.job_id)
+            published = content.published_table(unit.job_id, steps_root)
+            self._tables[unit.job_id] = published if published is not None else \
+                step_table(content.spec(unit.job_id), content.dataset(unit.job_id))
+        table = self._tables[unit.job_id]
+        if content.spec(unit.job_id).step_table is not None and unit.unit_id not in self._verified:
+            from gensyn_py.proof.published_table import verify_unit
+
+            # A published table is checked unit by unit: the entries this game will be judged by.
+            verify_unit(table, content.spec(unit.job_id), content.dataset(unit.job_id), unit.round, unit.shard)
+            self._verified.add(unit.unit_id)
+        return table
 
     def _start(self, unit: Unit) -> bytes:
         """The state root a unit's segment 0 must start from: its shard's round-0 start, or a later round's agreed

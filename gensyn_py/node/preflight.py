@@ -26,6 +26,7 @@ from gensyn_py.types import AGGREGATION_SHARD, JobParams, Unit
 
 if TYPE_CHECKING:
     from gensyn_py.node.hardware import HardwareProfile
+    from gensyn_py.proof.step_table import StepTable
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
 
@@ -174,12 +175,16 @@ def check_fit(spec: JobSpec, hardware: HardwareProfile, commit_window: int | Non
     return est
 
 
-def check_steps(spec: JobSpec, dataset: Dataset, steps_root: bytes) -> None:
-    """A job's on-chain step table root is zero (no game) or the one the spec and dataset give."""
+def check_steps(spec: JobSpec, dataset: Dataset, steps_root: bytes, published: StepTable | None = None) -> None:
+    """A job's on-chain step table root is zero (no game) or the one the spec and dataset give. With a table the
+    requester published (its root already checked against the chain), each unit's own entries are checked by
+    `check_unit` instead, so no node reads other units' batches."""
     if steps_root == bytes(32):
         return
     if spec.mode != "repro":
         raise UnfitJob(f"an {spec.mode} job has a step table root on-chain")
+    if published is not None:
+        return
     from gensyn_py.proof.step_table import step_table
 
     mine = step_table(spec, dataset).root()
@@ -188,13 +193,32 @@ def check_steps(spec: JobSpec, dataset: Dataset, steps_root: bytes) -> None:
                        f"(0x{mine.hex()}): a dispute would judge honest steps against another program or batch")
 
 
+def check_unit(spec: JobSpec, dataset: Dataset, unit: Unit, published: StepTable | None = None) -> None:
+    """What differs between the units of one job: the chunks this unit reads (their size and labels), and a
+    published step table's entries for this unit."""
+    from gensyn_py.errors import VerificationError
+    from gensyn_py.train.chunks import ChunkedDataset
+
+    check_unit_data(spec, dataset, unit)
+    if isinstance(dataset, ChunkedDataset):
+        check_labels(spec, dataset)
+    if published is not None and unit.shard != AGGREGATION_SHARD:
+        from gensyn_py.proof.published_table import verify_unit
+
+        try:
+            verify_unit(published, spec, dataset, unit.round, unit.shard)
+        except VerificationError as e:
+            raise UnfitJob(str(e)) from None
+
+
 def preflight(spec: JobSpec, dataset: Dataset | None, hardware: HardwareProfile, unit: Unit,
-              num_segments: int | None, params: JobParams | None, steps_root: bytes = bytes(32)) -> Estimate:
+              num_segments: int | None, params: JobParams | None, steps_root: bytes = bytes(32),
+              published: StepTable | None = None) -> Estimate:
     """Every check, cheapest first; raises `UnfitJob` at the first that fails."""
     check_shape(spec, unit, num_segments, params)
     est = check_fit(spec, hardware, None if params is None else params.commit_window)
     if dataset is not None:
-        check_unit_data(spec, dataset, unit)
         check_labels(spec, dataset)
-        check_steps(spec, dataset, steps_root)
+        check_steps(spec, dataset, steps_root, published)
+        check_unit(spec, dataset, unit, published)
     return est

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from gensyn_py.errors import ContentNotFound, ContractRevert, GensynError, TrainingError, VerificationError
 from gensyn_py.node.daemon import Handler, Triage
-from gensyn_py.node.preflight import check_shape, preflight
+from gensyn_py.node.preflight import check_shape, check_unit, preflight
 from gensyn_py.node.progress import Board, UnitBar, board
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.availability import republish
@@ -88,6 +88,7 @@ class SolverDaemon(NodeDaemon):
         self.partial_every = partial_every  # segments between partial commits; None: a quarter; 0: never
         self.data_parallel = data_parallel
         self._fit: dict[int, tuple[JobParams | None, int | None]] = {}  # job -> preflight passed (params, segments)
+        self._unit_fit: set[int] = set()  # units whose own data and step table entries passed `check_unit`
         self._exact: dict[int, bool] = {}  # job -> its spec is mode exact (set by `preflight`)
 
     def handlers(self) -> dict[str, Handler]:
@@ -224,7 +225,9 @@ class SolverDaemon(NodeDaemon):
             segments = None if unit.shard == AGGREGATION_SHARD else self.pool.num_segments(unit.unit_id)
             dataset = self.content.dataset(unit.job_id)
             steps_root, _ = self.pool.step_table(unit.job_id)
-            est = preflight(spec, dataset, self.config.hardware, unit, segments, params, steps_root)
+            table = self.content.published_table(unit.job_id, steps_root)
+            est = preflight(spec, dataset, self.config.hardware, unit, segments, params, steps_root, table)
+            self._unit_fit.add(unit.unit_id)
             if spec.init is not None:  # a fine-tune: its parent's final model must be there and verified
                 self.content.parent_model(spec)
             self._fit[unit.job_id] = (params, segments)
@@ -233,6 +236,11 @@ class SolverDaemon(NodeDaemon):
                           window_s=None if params is None else params.commit_window)
         params, segments = self._fit[unit.job_id]
         check_shape(spec, unit, None if unit.shard == AGGREGATION_SHARD else segments, params)
+        if unit.unit_id not in self._unit_fit:  # another unit of a job already checked: its own data and entries
+            steps_root, _ = self.pool.step_table(unit.job_id)
+            check_unit(spec, self.content.dataset(unit.job_id), unit,
+                       self.content.published_table(unit.job_id, steps_root))
+            self._unit_fit.add(unit.unit_id)
         return True
 
     def _class_can_verify(self, unit: Unit) -> bool:

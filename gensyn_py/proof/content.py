@@ -33,6 +33,7 @@ from gensyn_py.types import JobStatus, Unit, UnitStatus
 if TYPE_CHECKING:
     import torch
 
+    from gensyn_py.proof.step_table import StepTable
     from gensyn_py.storage.base import ContentStore
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
@@ -49,6 +50,7 @@ class JobContent:
     # parent job -> its verified final model: every replay of a fine-tune's round 0 (and its diloco aggregation)
     # starts from it
     _parents: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
+    _tables: dict[int, StepTable] = field(default_factory=dict)  # published step tables, checked against the root
 
     def spec(self, job_id: int) -> JobSpec:
         from gensyn_py.train.graphs.cache import fetch_model
@@ -75,6 +77,21 @@ class JobContent:
             spec = self.spec(job_id)
             self._datasets[job_id] = open_dataset(spec.dataset, lambda cid: self.store.get(cid, self.timeout))
         return self._datasets[job_id]
+
+    def published_table(self, job_id: int, root: bytes) -> StepTable | None:
+        """The step table the job's requester published (spec `step_table`), checked against its shape and the
+        on-chain step table `root`; None when the spec names none (nodes then rebuild the whole table)."""
+        from gensyn_py.proof.published_table import decode
+
+        ref = self.spec(job_id).step_table
+        if ref is None:
+            return None
+        if job_id not in self._tables:
+            data = self.store.get(ref.cid, self.timeout)
+            if len(data) != ref.size_bytes:
+                raise VerificationError(f"step_table: {len(data)} bytes, the spec declares {ref.size_bytes}")
+            self._tables[job_id] = decode(data, self.spec(job_id), root)
+        return self._tables[job_id]
 
     def manifest(self, cid: str) -> Manifest:
         if cid not in self._manifests:

@@ -124,6 +124,36 @@ def steps_root_of(spec: JobSpec, dataset: Dataset, on_unit: Callable[[int, int],
     return step_table(spec, dataset, on_unit).root() if spec.mode == "repro" else bytes(32)
 
 
+def publish_steps(requester: Requester, spec: JobSpec, dataset: Dataset,
+                  on_unit: Callable[[int, int], None] | None = None) -> tuple[bytes, JobSpec]:
+    """(the step table root, the spec to submit). A repro job on a chunked dataset also stores its whole table and
+    names it in the spec (`step_table`), so that each node checks only its own unit's entries and reads only its own
+    chunks (`proof/published_table.py`); a spec that already names a table must name this one."""
+    from gensyn_py.proof.published_table import encode
+    from gensyn_py.proof.step_table import step_table
+    from gensyn_py.train.chunks import ChunkedDataset
+    from gensyn_py.train.spec import StepTableRef
+
+    if spec.mode != "repro":
+        return bytes(32), spec
+    table = step_table(spec, dataset, on_unit)
+    data = encode(table)
+    from gensyn_py.storage.cid import cid_for_bytes
+
+    if spec.step_table is not None:
+        if spec.step_table.cid != cid_for_bytes(data):
+            raise SubmitError(f"step_table: {spec.step_table.cid} is not this spec's and dataset's step table "
+                              f"({cid_for_bytes(data)}); nothing submitted")
+        requester.store.put(data)
+        return table.root(), spec
+    if not isinstance(dataset, ChunkedDataset):
+        return table.root(), spec
+    ref = StepTableRef(cid=requester.store.put(data), size_bytes=len(data))
+    published = spec.model_copy(update={"step_table": ref})
+    published._source_hash = None  # its bytes are the canonical ones the requester stores
+    return table.root(), published
+
+
 def submit_job(requester: Requester, spec: JobSpec, offer: Offer | None = None,
                on_unit: Callable[[int, int], None] | None = None) -> SubmitResult:
     """Check everything, build the step table (`on_unit(done, total)` after each unit's steps), then store the
@@ -134,7 +164,7 @@ def submit_job(requester: Requester, spec: JobSpec, offer: Offer | None = None,
     dataset = validate_job(spec, requester.store, requester.timeout)
     check_parent(requester, spec)
     q = quote(requester, spec, offer)
-    steps_root = steps_root_of(spec, dataset, on_unit)
+    steps_root, spec = publish_steps(requester, spec, dataset, on_unit)
     spec_cid = requester.store.put(canonical_json(spec.model_dump(mode="json")))
     approved = q.approval_needed
     if approved:

@@ -137,6 +137,19 @@ class DatasetSpec(_Strict):
         return v
 
 
+class StepTableRef(_Strict):
+    """The step table a requester published for a repro job (`gensyn_py/proof/published_table.py`), so that each node
+    checks only its own unit's entries instead of reading every unit's batches."""
+
+    cid: str = Field(min_length=8, max_length=128)
+    size_bytes: int = Field(gt=0, le=2**36)
+
+    @field_validator("cid")
+    @classmethod
+    def _cidv1(cls, v: str) -> str:
+        return _cidv1(v)
+
+
 class InitSpec(_Strict):
     """Where round 0 starts instead of the seeded init: the final model of a previous job on the same deployment
     (`parent_job`, a fine-tune). Every node checks it before training or replaying: the parent is completed, it
@@ -168,6 +181,8 @@ class JobSpec(_Strict):
     dataset: DatasetSpec
     # None: the seeded init, and absent from every dump (specs without it keep the bytes, so the hashes, they had)
     init: InitSpec | None = Field(default=None, exclude_if=lambda v: v is None)
+    # None: nodes rebuild the whole step table; absent from every dump (older specs keep their bytes)
+    step_table: StepTableRef | None = Field(default=None, exclude_if=lambda v: v is None)
     # keccak256 of the exact bytes this spec was parsed from (`parse_spec_bytes`): the on-chain spec hash.
     _source_hash: bytes | None = PrivateAttr(default=None)
 
@@ -195,6 +210,8 @@ class JobSpec(_Strict):
         if self.aggregation != AggregationSpec() and self.shards < 2:
             raise ValueError("aggregation settings apply to sharded jobs only (shards >= 2): one shard's unit "
                              "result is the round's model")
+        if self.step_table is not None and self.mode != "repro":
+            raise ValueError("step_table applies to mode 'repro' only: an exact job has no step table")
         if self.dataset.num_examples < self.shards:
             raise ValueError(f"{self.dataset.num_examples} examples cannot fill {self.shards} shards")
         return self

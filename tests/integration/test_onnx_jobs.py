@@ -112,7 +112,8 @@ def test_a_model_file_with_an_op_off_the_whitelist_is_refused_before_money_moves
 
 
 def test_a_job_on_a_chunked_dataset_settles_and_nobody_is_slashed(market: LocalNetwork) -> None:
-    """The daemons read a dataset stored as chunks under a manifest, fetching chunks as their steps read them."""
+    """The daemons read a dataset stored as chunks under a manifest, fetching chunks as their steps read them, and
+    check a step table the requester published for their own units only."""
     from gensyn_py.sim.market import digits_job_spec
     from gensyn_py.train.chunks import chunked_entry, split
     from gensyn_py.train.data import digits
@@ -128,6 +129,8 @@ def test_a_job_on_a_chunked_dataset_settles_and_nobody_is_slashed(market: LocalN
     m.requester.store.put(data)
     spec = {**digits_job_spec(chunked_entry(ds, manifest, data), 1, 2, 40, 71), "mode": "repro"}
     job = m.submit(spec).job_id
+    # the requester published the step table, so each node checks its own unit's entries and reads its own chunks
+    assert m.requester.content.spec(job).step_table is not None
     wait_job(net, job)
     assert slashes(net, start) == []
     assert_conservation(net)
