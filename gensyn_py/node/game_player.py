@@ -181,8 +181,8 @@ class GamePlayer:
 
         content = self.node.content
         if unit.job_id not in self._tables:
-            steps_root, _ = self.node.pool.step_table(unit.job_id)
-            published = content.published_table(unit.job_id, steps_root)
+            published = None if content.spec(unit.job_id).step_table is None else \
+                content.published_table(unit.job_id, self.node.pool.step_table(unit.job_id)[0])
             self._tables[unit.job_id] = published if published is not None else \
                 step_table(content.spec(unit.job_id), content.dataset(unit.job_id))
         table = self._tables[unit.job_id]

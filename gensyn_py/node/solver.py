@@ -225,7 +225,7 @@ class SolverDaemon(NodeDaemon):
             segments = None if unit.shard == AGGREGATION_SHARD else self.pool.num_segments(unit.unit_id)
             dataset = self.content.dataset(unit.job_id)
             steps_root, _ = self.pool.step_table(unit.job_id)
-            table = self.content.published_table(unit.job_id, steps_root)
+            table = None if spec.step_table is None else self.content.published_table(unit.job_id, steps_root)
             est = preflight(spec, dataset, self.config.hardware, unit, segments, params, steps_root, table)
             self._unit_fit.add(unit.unit_id)
             if spec.init is not None:  # a fine-tune: its parent's final model must be there and verified
@@ -237,9 +237,10 @@ class SolverDaemon(NodeDaemon):
         params, segments = self._fit[unit.job_id]
         check_shape(spec, unit, None if unit.shard == AGGREGATION_SHARD else segments, params)
         if unit.unit_id not in self._unit_fit:  # another unit of a job already checked: its own data and entries
-            steps_root, _ = self.pool.step_table(unit.job_id)
-            check_unit(spec, self.content.dataset(unit.job_id), unit,
-                       self.content.published_table(unit.job_id, steps_root))
+            table = None
+            if spec.step_table is not None:
+                table = self.content.published_table(unit.job_id, self.pool.step_table(unit.job_id)[0])
+            check_unit(spec, self.content.dataset(unit.job_id), unit, table)
             self._unit_fit.add(unit.unit_id)
         return True
 
