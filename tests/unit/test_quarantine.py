@@ -128,6 +128,7 @@ def solver(state: DaemonState, world: World, clock: Clock) -> tuple[SolverDaemon
     d.config = type("Config", (), {"hardware": HW, "replay_class": CLASS})()  # type: ignore[assignment]
     d.quarantine = Quarantine(state, clock=clock)
     d._fit = {}
+    d._unit_fit = set()
     d._exact = {}
     d.job_params = lambda job: world.params.get(job)  # type: ignore[method-assign]
     events = Events()
