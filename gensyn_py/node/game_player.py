@@ -176,21 +176,22 @@ class GamePlayer:
         return author, list(m.prefix(segments).proof(segment)) if segment < segments else []
 
     def _table(self, unit: Unit) -> StepTable:
-        """The unit's job's step table, built once per job (a pure function of the spec and the dataset)."""
+        """The unit's job's step table, once per job: the one its requester published (each unit's entries checked
+        before its first game), or built (a pure function of the spec and the dataset)."""
         from gensyn_py.proof.step_table import step_table
 
         content = self.node.content
+        spec = content.spec(unit.job_id)
         if unit.job_id not in self._tables:
-            published = None if content.spec(unit.job_id).step_table is None else \
+            published = None if spec.step_table is None else \
                 content.published_table(unit.job_id, self.node.pool.step_table(unit.job_id)[0])
-            self._tables[unit.job_id] = published if published is not None else \
-                step_table(content.spec(unit.job_id), content.dataset(unit.job_id))
+            self._tables[unit.job_id] = published or step_table(spec, content.dataset(unit.job_id))
         table = self._tables[unit.job_id]
-        if content.spec(unit.job_id).step_table is not None and unit.unit_id not in self._verified:
+        if spec.step_table is not None and unit.unit_id not in self._verified:
             from gensyn_py.proof.published_table import verify_unit
 
             # A published table is checked unit by unit: the entries this game will be judged by.
-            verify_unit(table, content.spec(unit.job_id), content.dataset(unit.job_id), unit.round, unit.shard)
+            verify_unit(table, spec, content.dataset(unit.job_id), unit.round, unit.shard)
             self._verified.add(unit.unit_id)
         return table
 

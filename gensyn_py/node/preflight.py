@@ -52,25 +52,27 @@ class Estimate:
 def estimate(spec: JobSpec, throughput_mflops: int) -> Estimate:
     """Parameters, FLOPs per step, memory (MiB) and seconds for one unit of `spec` on this node."""
     from gensyn_py.train.flops import spec_costs
-    from gensyn_py.train.models import make_config
-    from gensyn_py.train.models.cnn import CNNConfig
-    from gensyn_py.train.models.mlp import MLPConfig
-    from gensyn_py.train.models.transformer import TransformerConfig
 
-    b = spec.batch_size
-    if spec.model.onnx is not None:
-        from gensyn_py.train.models import graph_facts, graph_of
-
-        params, acts_bytes = graph_of(spec).num_params, graph_facts(spec).activation_bytes
-        memory = (params * STATE_FACTOR * BYTES_PER_VALUE + 2 * acts_bytes) / 2**20
-        flops = graph_facts(spec).flops_per_step
-        per_step = flops / (max(throughput_mflops, 1) * 1e6) + STEP_OVERHEAD_S
-        return Estimate(params, flops, memory, per_step * spec.steps_per_unit)
-    cfg: Any = make_config(spec.model.family, spec.model.sizes)
     try:
         params, flops_per_step = spec_costs(spec)
     except TypeError:  # an unknown family: count nothing rather than refuse
         params, flops_per_step = 0, 0
+    memory = (params * STATE_FACTOR + 2 * batch_activations(spec)) * BYTES_PER_VALUE / 2**20
+    per_step = flops_per_step / (max(throughput_mflops, 1) * 1e6) + STEP_OVERHEAD_S
+    return Estimate(params, flops_per_step, memory, per_step * spec.steps_per_unit)
+
+
+def batch_activations(spec: JobSpec) -> int:
+    """Activation values of one forward pass at the spec's batch size (an ONNX graph's measured on the meta
+    device, a registry family's from its sizes)."""
+    from gensyn_py.train.models import graph_facts, make_config
+    from gensyn_py.train.models.cnn import CNNConfig
+    from gensyn_py.train.models.mlp import MLPConfig
+    from gensyn_py.train.models.transformer import TransformerConfig
+
+    if spec.model.onnx is not None:
+        return graph_facts(spec).activation_bytes // BYTES_PER_VALUE
+    cfg: Any = make_config(spec.model.family, spec.model.sizes)
     if isinstance(cfg, MLPConfig):
         acts = cfg.in_features + cfg.hidden * cfg.depth + cfg.num_classes
     elif isinstance(cfg, CNNConfig):
@@ -80,31 +82,33 @@ def estimate(spec: JobSpec, throughput_mflops: int) -> Estimate:
         acts = t * (cfg.n_layers * (16 * d + 2 * cfg.n_heads * t) + 2 * cfg.vocab_size)
     else:
         acts = 0
-    memory = (params * STATE_FACTOR + 2 * b * acts) * BYTES_PER_VALUE / 2**20
-    per_step = flops_per_step / (max(throughput_mflops, 1) * 1e6) + STEP_OVERHEAD_S
-    return Estimate(params, flops_per_step, memory, per_step * spec.steps_per_unit)
+    return spec.batch_size * acts
 
 
 def check_labels(spec: JobSpec, dataset: Dataset) -> None:
-    """The labels are integers the model can output (class ids, or token ids below the vocabulary)."""
-    import numpy as np
-
-    from gensyn_py.train.models import make_config
-
-    if spec.model.onnx is not None:
-        from gensyn_py.train.models import graph_facts
-
-        limit: int | None = graph_facts(spec).outputs
-    else:
-        cfg = make_config(spec.model.family, spec.model.sizes)
-        limit = getattr(cfg, "num_classes", None) or getattr(cfg, "vocab_size", None)
+    """The labels are integers the model can output (class ids, or token ids below the vocabulary). A chunked
+    dataset's labels are checked chunk by chunk, for the chunks a unit reads (`check_unit`)."""
     from gensyn_py.train.chunks import ChunkedDataset
 
-    if isinstance(dataset, ChunkedDataset):  # only the chunks this unit reads: `check_unit_data`
-        for _, part in sorted(dataset.held().items()):
-            check_labels(spec, part)
-        return
-    y = np.asarray(dataset.y)
+    if not isinstance(dataset, ChunkedDataset):
+        _check_label_values(dataset.y, label_limit(spec))
+
+
+def label_limit(spec: JobSpec) -> int | None:
+    """How many classes (or tokens) the model outputs; None when the family says nothing."""
+    from gensyn_py.train.models import graph_facts, make_config
+
+    if spec.model.onnx is not None:
+        return graph_facts(spec).outputs
+    cfg = make_config(spec.model.family, spec.model.sizes)
+    limit: int | None = getattr(cfg, "num_classes", None) or getattr(cfg, "vocab_size", None)
+    return limit
+
+
+def _check_label_values(labels: Any, limit: int | None) -> None:
+    import numpy as np
+
+    y = np.asarray(labels)
     if limit is None or y.size == 0:
         return
     if not np.issubdtype(y.dtype, np.integer):
@@ -117,14 +121,15 @@ def check_labels(spec: JobSpec, dataset: Dataset) -> None:
 MAX_UNIT_DATA_BYTES = 16 * 2**30  # the chunks one unit's steps read, all held by the node that trains it
 
 
-def check_unit_data(spec: JobSpec, dataset: Dataset, unit: Unit) -> None:
+def check_unit_data(spec: JobSpec, dataset: Dataset, unit: Unit) -> list[int]:
     """A chunked dataset: the chunks this unit's steps read fit `MAX_UNIT_DATA_BYTES`; they are fetched now
-    (checked against the manifest, kept for training) so that their labels can be checked before a claim."""
+    (checked against the manifest, kept for training) and returned, so that their labels can be checked before
+    a claim; none for a dataset in one file."""
     from gensyn_py.train.chunks import ChunkedDataset
     from gensyn_py.train.data import batch_indices, shard_indices
 
     if not isinstance(dataset, ChunkedDataset) or unit.shard == AGGREGATION_SHARD:
-        return
+        return []
     members = shard_indices(dataset.num_examples, spec.shards, unit.shard, spec.seed)
     chunks: set[int] = set()
     for step in range(spec.steps_per_unit):
@@ -135,6 +140,7 @@ def check_unit_data(spec: JobSpec, dataset: Dataset, unit: Unit) -> None:
                        f"{MAX_UNIT_DATA_BYTES:,}")
     for k in sorted(chunks):
         dataset.chunk(k)
+    return sorted(chunks)
 
 
 def check_shape(spec: JobSpec, unit: Unit, num_segments: int | None, params: JobParams | None) -> None:
@@ -199,9 +205,12 @@ def check_unit(spec: JobSpec, dataset: Dataset, unit: Unit, published: StepTable
     from gensyn_py.errors import VerificationError
     from gensyn_py.train.chunks import ChunkedDataset
 
-    check_unit_data(spec, dataset, unit)
-    if isinstance(dataset, ChunkedDataset):
-        check_labels(spec, dataset)
+    chunks = check_unit_data(spec, dataset, unit)
+    if chunks:
+        assert isinstance(dataset, ChunkedDataset)
+        limit = label_limit(spec)
+        for k in chunks:
+            _check_label_values(dataset.chunk(k).y, limit)
     if published is not None and unit.shard != AGGREGATION_SHARD:
         from gensyn_py.proof.published_table import verify_unit
 
@@ -214,11 +223,11 @@ def check_unit(spec: JobSpec, dataset: Dataset, unit: Unit, published: StepTable
 def preflight(spec: JobSpec, dataset: Dataset | None, hardware: HardwareProfile, unit: Unit,
               num_segments: int | None, params: JobParams | None, steps_root: bytes = bytes(32),
               published: StepTable | None = None) -> Estimate:
-    """Every check, cheapest first; raises `UnfitJob` at the first that fails."""
+    """Every check of the job, cheapest first; raises `UnfitJob` at the first that fails. What differs between
+    its units is `check_unit`'s, run for each unit."""
     check_shape(spec, unit, num_segments, params)
     est = check_fit(spec, hardware, None if params is None else params.commit_window)
     if dataset is not None:
         check_labels(spec, dataset)
         check_steps(spec, dataset, steps_root, published)
-        check_unit(spec, dataset, unit, published)
     return est

@@ -227,7 +227,6 @@ class SolverDaemon(NodeDaemon):
             steps_root, _ = self.pool.step_table(unit.job_id)
             table = None if spec.step_table is None else self.content.published_table(unit.job_id, steps_root)
             est = preflight(spec, dataset, self.config.hardware, unit, segments, params, steps_root, table)
-            self._unit_fit.add(unit.unit_id)
             if spec.init is not None:  # a fine-tune: its parent's final model must be there and verified
                 self.content.parent_model(spec)
             self._fit[unit.job_id] = (params, segments)
@@ -236,10 +235,9 @@ class SolverDaemon(NodeDaemon):
                           window_s=None if params is None else params.commit_window)
         params, segments = self._fit[unit.job_id]
         check_shape(spec, unit, None if unit.shard == AGGREGATION_SHARD else segments, params)
-        if unit.unit_id not in self._unit_fit:  # another unit of a job already checked: its own data and entries
-            table = None
-            if spec.step_table is not None:
-                table = self.content.published_table(unit.job_id, self.pool.step_table(unit.job_id)[0])
+        if unit.unit_id not in self._unit_fit:  # what differs between a job's units: its own data and entries
+            table = None if spec.step_table is None else \
+                self.content.published_table(unit.job_id, self.pool.step_table(unit.job_id)[0])  # cached per job
             check_unit(spec, self.content.dataset(unit.job_id), unit, table)
             self._unit_fit.add(unit.unit_id)
         return True

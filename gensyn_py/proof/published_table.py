@@ -59,10 +59,10 @@ def verify_unit(table: StepTable, spec: JobSpec, dataset: Dataset, round_: int, 
     from gensyn_py.proof.step_trace import trace_step
     from gensyn_py.train.trainer import Trainer
 
-    start = state_hash(Trainer(spec, dataset, 0, shard, "cpu").state_dict())
-    if table.starts[shard] != start:
-        raise VerificationError(f"step_table: shard {shard}'s start state root is not the spec's")
     t = Trainer(spec, dataset, round_, shard, "cpu")
+    origin = t if round_ == 0 else Trainer(spec, dataset, 0, shard, "cpu")  # the shard's round-0 start
+    if table.starts[shard] != state_hash(origin.state_dict()):
+        raise VerificationError(f"step_table: shard {shard}'s start state root is not the spec's")
     programs = [program_root(trace_step(t))]
     batches = [batch_root(step_inputs(t, 0))]
     if spec.steps_per_unit > 1:

@@ -80,11 +80,7 @@ def _chunked_entry(folder: Path, store: ContentStore | None) -> dict[str, Any]:
         raise DatasetError(f"cannot read chunked dataset {folder}: {exc.strerror or exc}") from None
     except SpecError as exc:
         raise DatasetError(f"chunked dataset {folder}: {exc}") from None
-    first = Dataset.from_bytes(files[0])
-    manifest = parse_manifest(manifest_bytes)
-    shaped = Dataset(first.x[:0].reshape(0, *first.x.shape[1:]), first.y[:0])
-    entry = chunked_entry(shaped, manifest, manifest_bytes)
-    entry["num_examples"] = manifest.num_examples
+    entry = chunked_entry(Dataset.from_bytes(files[0]), parse_manifest(manifest_bytes), manifest_bytes)
     if store is not None:
         for data in files:
             store.put(data)

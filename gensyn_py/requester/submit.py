@@ -116,14 +116,6 @@ def check_parent(requester: Requester, spec: JobSpec) -> None:
         raise SubmitError(f"{e}; nothing submitted") from None
 
 
-def steps_root_of(spec: JobSpec, dataset: Dataset, on_unit: Callable[[int, int], None] | None = None) -> bytes:
-    """A repro job's step table root (``proof/step_table.py``), so that its disputes are judged by the on-chain
-    game; zero for an exact job (its disputes go to the committee of its replay class)."""
-    from gensyn_py.proof.step_table import step_table
-
-    return step_table(spec, dataset, on_unit).root() if spec.mode == "repro" else bytes(32)
-
-
 def publish_steps(requester: Requester, spec: JobSpec, dataset: Dataset,
                   on_unit: Callable[[int, int], None] | None = None) -> tuple[bytes, JobSpec]:
     """(the step table root, the spec to submit). A repro job on a chunked dataset also stores its whole table and
@@ -131,19 +123,18 @@ def publish_steps(requester: Requester, spec: JobSpec, dataset: Dataset,
     chunks (`proof/published_table.py`); a spec that already names a table must name this one."""
     from gensyn_py.proof.published_table import encode
     from gensyn_py.proof.step_table import step_table
+    from gensyn_py.storage.cid import cid_for_bytes
     from gensyn_py.train.chunks import ChunkedDataset
     from gensyn_py.train.spec import StepTableRef
 
-    if spec.mode != "repro":
+    if spec.mode != "repro":  # an exact job's disputes go to the committee of its replay class
         return bytes(32), spec
     table = step_table(spec, dataset, on_unit)
     data = encode(table)
-    from gensyn_py.storage.cid import cid_for_bytes
-
     if spec.step_table is not None:
-        if spec.step_table.cid != cid_for_bytes(data):
+        if spec.step_table.cid != (mine := cid_for_bytes(data)):
             raise SubmitError(f"step_table: {spec.step_table.cid} is not this spec's and dataset's step table "
-                              f"({cid_for_bytes(data)}); nothing submitted")
+                              f"({mine}); nothing submitted")
         requester.store.put(data)
         return table.root(), spec
     if not isinstance(dataset, ChunkedDataset):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def fetch_dataset(spec: JobSpec, store: ContentStore, timeout: float = 30.0) -> Dataset:
     """The spec's dataset from the store, checked against its declared size and shapes; a chunked one's every
-    chunk against its manifest entry (fetched one at a time, not kept)."""
+    chunk against its manifest entry (kept: the label check and the step table read them next)."""
     from gensyn_py.train.chunks import ChunkedDataset, open_dataset
 
     cid = spec.dataset.cid
@@ -44,8 +44,7 @@ def fetch_dataset(spec: JobSpec, store: ContentStore, timeout: float = 30.0) -> 
     try:
         ds = open_dataset(spec.dataset, get)
         if isinstance(ds, ChunkedDataset):
-            for _ in ds.each_chunk():
-                pass
+            ds.fetch_all()
         return ds
     except SpecError as exc:
         if isinstance(exc, DatasetError):
@@ -87,7 +86,7 @@ def check_model_fits(spec: JobSpec, ds: Dataset) -> None:
 def _check_range(model_name: str, task: str, outputs: int, ds: Dataset) -> None:
     from gensyn_py.train.chunks import ChunkedDataset
 
-    parts = [part for _, part in ds.each_chunk()] if isinstance(ds, ChunkedDataset) else [ds]
+    parts = list(ds.fetch_all()) if isinstance(ds, ChunkedDataset) else [ds]
     checks = [("target", p.y) for p in parts] + ([("token", p.x) for p in parts] if task == "lm" else [])
     for what, values in checks:
         low, high = int(values.min()), int(values.max())

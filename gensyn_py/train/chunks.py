@@ -16,7 +16,7 @@ it, checks it against its CID and the spec's shapes, and keeps it: it never hold
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -190,10 +190,9 @@ class ChunkedDataset(Dataset):
             self.on_chunk(k, ds)
         return ds
 
-    def each_chunk(self) -> Iterator[tuple[int, Dataset]]:
-        """Every chunk, fetched and checked one at a time and not kept (a requester's whole-dataset checks)."""
-        for k in range(len(self.manifest.chunks)):
-            yield k, self._chunks[k] if k in self._chunks else self._fetch(k)
+    def fetch_all(self) -> list[Dataset]:
+        """Every chunk, in order, each fetched and checked once (a requester's whole-dataset checks)."""
+        return [self.chunk(k) for k in range(len(self.manifest.chunks))]
 
     def subset(self, idx: np.ndarray) -> Dataset:
         return Dataset(self.x[idx], self.y[idx])
@@ -224,12 +223,14 @@ def chunk_name(k: int) -> str:
     return f"chunk-{k:05d}.safetensors"
 
 
-def chunked_entry(ds: Dataset, manifest: ChunkManifest, manifest_bytes: bytes) -> dict[str, Any]:
-    """The spec's `dataset` entry of a chunked dataset."""
+def chunked_entry(sample: Dataset, manifest: ChunkManifest, manifest_bytes: bytes) -> dict[str, Any]:
+    """The spec's `dataset` entry of a chunked dataset: the shapes of `sample` (the whole dataset, or any one
+    chunk), the counts of the manifest."""
     from gensyn_py.storage.cid import cid_for_bytes
 
-    return {"cid": cid_for_bytes(manifest_bytes), "x_shape": list(ds.x.shape[1:]), "x_dtype": str(ds.x.dtype),
-            "y_shape": list(ds.y.shape[1:]), "num_examples": ds.num_examples, "size_bytes": manifest.size_bytes,
+    return {"cid": cid_for_bytes(manifest_bytes), "x_shape": list(sample.x.shape[1:]),
+            "x_dtype": str(sample.x.dtype), "y_shape": list(sample.y.shape[1:]),
+            "num_examples": manifest.num_examples, "size_bytes": manifest.size_bytes,
             "chunk_examples": manifest.chunk_examples}
 
 

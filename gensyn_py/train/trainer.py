@@ -101,7 +101,7 @@ class Trainer:
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         import torch
 
-        from gensyn_py.train.chunks import ChunkedDataset
+        from gensyn_py.train.chunks import ChunkedDataset  # here: pydantic is not worth importing for every trainer
 
         if isinstance(self.dataset, ChunkedDataset):  # gathered per step: only the chunks the steps read are fetched
             s = self.spec

@@ -121,14 +121,15 @@ def graph_facts(spec: JobSpec) -> GraphFacts:
     """The graph checked against the job (input, output, bounds, repro exactness), once per process."""
     from gensyn_py.train.graphs.checks import check_graph
 
-    key = spec.canonical_bytes()
-    if key not in _FACTS:
-        d = spec.dataset
+    assert spec.model.onnx is not None
+    d = spec.dataset
+    key = (spec.model.onnx.cid, spec.batch_size, tuple(d.x_shape), d.x_dtype, tuple(d.y_shape), spec.mode)
+    if key not in _FACTS:  # what the facts depend on, so a fine-tune of the same graph reuses its parent's
         _FACTS[key] = check_graph(graph_of(spec), spec.batch_size, d.x_shape, d.x_dtype, d.y_shape, spec.mode)
     return _FACTS[key]
 
 
-_FACTS: dict[bytes, GraphFacts] = {}
+_FACTS: dict[tuple[object, ...], GraphFacts] = {}
 
 
 def task_of(spec: JobSpec) -> str:
