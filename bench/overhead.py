@@ -31,6 +31,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +42,7 @@ from bench._trainjob import DEFAULT_INTERVAL, bench_job
 from gensyn_py.storage.local import LocalStore
 
 if TYPE_CHECKING:
+    from gensyn_py.proof.commitment import UnitCommitment
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
 
@@ -115,14 +118,31 @@ class WatchedStore(LocalStore):
                 raise TimeoutError(f"checkpoint {n - 1} not stored within {timeout} s")
 
 
-def interleaved_unit(spec: JobSpec, ds: Dataset, root: Path, overlap: bool) -> tuple[list[float], list[float], bool]:
-    """One unit on each side, alternating every segment: (plain block times, our block times, same losses)."""
+@dataclass
+class UnitRun:
+    plain: list[float]  # plain block seconds
+    ours: list[float]  # trainer+proof block seconds
+    same: bool  # the same losses, bit for bit
+    init_s: float  # constructing our Trainer
+    commitment: UnitCommitment
+    store: WatchedStore
+
+
+def interleaved_unit(spec: JobSpec, ds: Dataset, root: Path, overlap: bool, device: str = "cpu",
+                     store: WatchedStore | None = None,
+                     on_block: Callable[[int, int, float, float, float], None] | None = None) -> UnitRun:
+    """One unit on each side, alternating every segment (`on_block(step, total, ours s, plain s, loss)` after
+    each): both sides' block times, whether their losses agree, the Trainer's construction time, the commitment
+    and the store it went to (`store`, or a `WatchedStore` at `root`)."""
     from gensyn_py.proof.unit import UnitRecord, commit_segments
     from gensyn_py.train.trainer import Trainer
 
     k, half = spec.checkpoint_interval, spec.checkpoint_interval // 2
-    plain, store, record = PlainLoop(spec, ds), WatchedStore(root), UnitRecord()
-    trainer = Trainer(spec, ds, 0, 0, "cpu")
+    plain, record = PlainLoop(spec, ds, device), UnitRecord()
+    store = store if store is not None else WatchedStore(root)
+    start = time.perf_counter()
+    trainer = Trainer(spec, ds, 0, 0, device)
+    init_s = time.perf_counter() - start
     plain_blocks: list[float] = []
     ours_blocks: list[float] = []
     mark = [0.0]
@@ -132,13 +152,15 @@ def interleaved_unit(spec: JobSpec, ds: Dataset, root: Path, overlap: bool) -> t
             store.wait_written(step // k + 1)
             ours_blocks.append(time.perf_counter() - mark[0])
             plain_blocks.append(plain.run(k))
+            if on_block is not None:
+                on_block(step, total, ours_blocks[-1], plain_blocks[-1], loss)
             mark[0] = time.perf_counter()
 
     mark[0] = time.perf_counter()
-    commit_segments(trainer, store, job_id=1, on_step=on_step, record=record, overlap=overlap)
+    commitment = commit_segments(trainer, store, job_id=1, on_step=on_step, record=record, overlap=overlap)
     ours_blocks.append(time.perf_counter() - mark[0])
     ours = [ours_blocks[0] + ours_blocks[-1], *ours_blocks[1:-1]]
-    return plain_blocks, ours, record.losses == plain.losses
+    return UnitRun(plain_blocks, ours, record.losses == plain.losses, init_s, commitment, store)
 
 
 def checkpoint_costs(spec: JobSpec, ds: Dataset, root: Path, n: int = 10) -> dict[str, float]:
@@ -214,8 +236,9 @@ def main() -> None:
     same = True
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.reps + 1):  # repetition 0 warms both sides up
-            plain, ours, ok = interleaved_unit(spec, ds, Path(tmp) / f"store-{rep}", overlap=not args.inline)
-            same = same and ok
+            run = interleaved_unit(spec, ds, Path(tmp) / f"store-{rep}", overlap=not args.inline)
+            plain, ours = run.plain, run.ours
+            same = same and run.same
             if rep == 0:
                 continue
             segment_ratios += [o / p for p, o in zip(plain, ours, strict=True)]

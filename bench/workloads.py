@@ -6,8 +6,8 @@ data made here with seeded NumPy (images: a class template under noise; tokens: 
 Markov stream). Nothing is downloaded. Per model (the CNN, the LM; with --large also the LM near 100M parameters):
 
 proof_overhead_ratio_<model>   the definition of bench/overhead.py: its `PlainLoop` (any spec, an ONNX one
-    included: the graph's own module with the file's initial weights), and its `interleaved_unit` over that loop,
-    here also on `device` and returning the commitment; its `WatchedStore` and `checkpoint_costs` as they are.
+    included: the graph's own module with the file's initial weights), and its `interleaved_unit` over that loop
+    (on `device`, which also returns the commitment); its `WatchedStore` and `checkpoint_costs` as they are.
     Mode `exact`, as in bench/overhead.py. The plain loop and our Trainer with
     checkpoint commitments train the same steps alternately, every segment of k steps, within one unit; before
     our clock stops the bench waits for the segment's checkpoint to be in the store. Figure: the median of the
@@ -60,13 +60,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.overhead import PlainLoop, WatchedStore, checkpoint_costs
+from bench.overhead import UnitRun, WatchedStore, checkpoint_costs, interleaved_unit
 from bench.repro import alternate
 
 if TYPE_CHECKING:
     import torch
 
-    from gensyn_py.proof.commitment import UnitCommitment
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import JobSpec
     from gensyn_py.train.trainer import Trainer
@@ -215,47 +214,6 @@ class ThreadWatchedStore(WatchedStore):
         return super()._put(data, cid)
 
 
-@dataclass
-class UnitRun:
-    plain: list[float]  # plain block seconds
-    ours: list[float]  # trainer+proof block seconds
-    same: bool  # the same losses, bit for bit
-    init_s: float  # constructing our Trainer
-    commitment: UnitCommitment
-    store: ThreadWatchedStore
-
-
-def interleaved_unit(spec: JobSpec, ds: Dataset, root: Path, overlap: bool, device: str, label: str) -> UnitRun:
-    """bench/overhead.py's interleaved_unit over PlainLoop (and on `device`), also returning the commitment,
-    the store and the Trainer's construction time."""
-    from gensyn_py.proof.unit import UnitRecord, commit_segments
-    from gensyn_py.train.trainer import Trainer
-
-    k, half = spec.checkpoint_interval, spec.checkpoint_interval // 2
-    plain, store, record = PlainLoop(spec, ds, device), ThreadWatchedStore(root), UnitRecord()
-    start = time.perf_counter()
-    trainer = Trainer(spec, ds, 0, 0, device)
-    init_s = time.perf_counter() - start
-    plain_blocks: list[float] = []
-    ours_blocks: list[float] = []
-    mark = [0.0]
-
-    def on_step(step: int, total: int, loss: float) -> None:
-        if step % k == half:  # mid-segment j: checkpoint j was taken at step j * k
-            store.wait_written(step // k + 1)
-            ours_blocks.append(time.perf_counter() - mark[0])
-            plain_blocks.append(plain.run(k))
-            log(f"{label}: steps to {step} of {total}: trainer+proof {ours_blocks[-1]:.2f} s, "
-                f"then plain {k} steps {plain_blocks[-1]:.2f} s (loss {loss:.4f})")
-            mark[0] = time.perf_counter()
-
-    mark[0] = time.perf_counter()
-    commitment = commit_segments(trainer, store, job_id=1, on_step=on_step, record=record, overlap=overlap)
-    ours_blocks.append(time.perf_counter() - mark[0])
-    ours = [ours_blocks[0] + ours_blocks[-1], *ours_blocks[1:-1]]
-    return UnitRun(plain_blocks, ours, record.losses == plain.losses, init_s, commitment, store)
-
-
 def replay_seconds(spec: JobSpec, ds: Dataset, run: UnitRun, segment: int, device: str) -> float:
     """A validator's replay of `segment` of the unit `run` committed (bench/detection.py's verify side)."""
     from gensyn_py.proof.replay import UnitRef, fetch_manifest, replay_segment
@@ -293,10 +251,16 @@ def proof_figures(w: Workload, spec: JobSpec, reps: int, overlap: bool, device: 
         tag = "warm-up" if rep == 0 else f"{rep}/{reps}"
         label = f"[{w.size.name}/{device}] overhead rep {tag}"
         root = tmp / f"{w.size.name}-{device}-{rep}"
-        run = interleaved_unit(spec, w.ds, root, overlap, device, label)
-        writer = [t for t in run.store.threads if t.startswith(CHECKPOINT_THREAD)]
+        store = ThreadWatchedStore(root)
+
+        def on_block(step: int, total: int, ours: float, plain: float, loss: float, label: str = label) -> None:
+            log(f"{label}: steps to {step} of {total}: trainer+proof {ours:.2f} s, then plain "
+                f"{spec.checkpoint_interval} steps {plain:.2f} s (loss {loss:.4f})")
+
+        run = interleaved_unit(spec, w.ds, root, overlap, device, store, on_block)
+        writer = [t for t in store.threads if t.startswith(CHECKPOINT_THREAD)]
         f.overlapped = f.overlapped and len(writer) == n + 1  # every checkpoint stored behind the training
-        f.state_bytes = run.store.largest
+        f.state_bytes = store.largest
         f.same = f.same and run.same
         if rep > 0:
             f.segment_ratios += [o / p for p, o in zip(run.plain, run.ours, strict=True)]

@@ -14,6 +14,7 @@ import numpy as np
 
 from gensyn_py.errors import SpecError
 from gensyn_py.train.graphs.graph import Graph, Node
+from gensyn_py.train.graphs.interpreter import run_graph
 from gensyn_py.train.graphs.whitelist import MAX_ACTIVATION_BYTES
 
 
@@ -44,10 +45,7 @@ def check_graph(graph: Graph, batch_size: int, x_shape: list[int], x_dtype: str,
     tally = _Tally()
     meta = torch.device("meta")
     params = {k: torch.empty(v.shape, dtype=torch.float32, device=meta) for k, v in graph.params.items()}
-    x = torch.zeros(want, dtype=torch.float32 if x_dtype == "float32" else torch.int64, device=meta)
-    from gensyn_py.train.graphs.interpreter import run_graph
-
-    out = run_graph(graph, TorchOps(meta), params, x, on_value=tally)
+    out = run_graph(graph, TorchOps(meta), params, _zeros(want, x_dtype, meta), on_value=tally)
     if isinstance(out, np.ndarray):
         raise SpecError("model.onnx: the graph's output does not depend on its input")
     facts = _facts(tuple(out.shape), batch_size, x_shape, x_dtype, y_shape, tally)
@@ -58,6 +56,12 @@ def check_graph(graph: Graph, batch_size: int, x_shape: list[int], x_dtype: str,
     if mode == "repro":
         _check_repro(graph, want, x_dtype, facts)
     return facts
+
+
+def _zeros(shape: tuple[int, ...], x_dtype: str, device: Any) -> Any:
+    import torch
+
+    return torch.zeros(shape, dtype=torch.float32 if x_dtype == "float32" else torch.int64, device=device)
 
 
 class _Tally:
@@ -109,18 +113,14 @@ def _check_repro(graph: Graph, want: tuple[int, ...], x_dtype: str, facts: Graph
 
     from gensyn_py.repro.autograd import AUTOGRAD
     from gensyn_py.repro.opset import MAX_K
-    from gensyn_py.train.graphs.module import repro_forward
+    from gensyn_py.train.graphs.repro_ops import ReproOps
 
     if facts.max_k > MAX_K:
         raise SpecError(f"mode 'repro' supports contractions up to {MAX_K} (batch x positions, widths); this "
                         f"model needs {facts.max_k} at this batch_size")
-    x = torch.zeros(want, dtype=torch.float32 if x_dtype == "float32" else torch.int64)
     params = {k: torch.from_numpy(v.copy()) for k, v in graph.params.items()}
-    from gensyn_py.train.graphs.module import module_names
-
-    by_module = {m: params[o] for m, o in module_names(graph).items()}
     with torch.no_grad():
         try:
-            repro_forward(AUTOGRAD, by_module, x, graph)
+            run_graph(graph, ReproOps(AUTOGRAD), params, _zeros(want, x_dtype, "cpu"))
         except ValueError as e:
             raise SpecError(f"model.onnx: mode 'repro' cannot run this graph: {e}") from None
