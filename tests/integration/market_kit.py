@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.sim import accounting
 from gensyn_py.sim.localnet import LOCAL_PARAMS, LocalNetwork, wait_until
 from gensyn_py.sim.market import Market, NodeSpec, digits_job_spec
 from gensyn_py.train.data import digits
+
+if TYPE_CHECKING:
+    from gensyn_py.sim.poison import PoisonKit
 
 # Shorter windows than the demo's: tests wait on reveal deadlines and challenge windows.
 TEST_PARAMS = {**LOCAL_PARAMS, "claimWindow": 2, "verdictCommitWindow": 12, "revealWindow": 10,
@@ -92,3 +95,20 @@ def assert_conservation(net: LocalNetwork) -> None:
     owed = pool.total_escrow(block=at) + pool.total_bonds(block=at) + pool.total_credit(block=at)
     assert pool_balance == owed, f"pool holds {pool_balance}, owes {owed} at block {at}"
     assert token.balance_of(registry.address, block=at) == registry.total_staked(block=at)
+
+
+def assert_every_solver_quarantines(net: LocalNetwork, kit: PoisonKit, spec: dict[str, Any], reason: str) -> None:
+    """`spec` sent straight to the contract (the pool cannot read specs or models): every solver quarantines
+    its job with `reason` in its log, and nobody claims its unit."""
+    from gensyn_py.types import UnitStatus
+
+    marks = {name: len(net.log_lines(name)) for name in ("solver-1", "solver-2")}
+    job = kit.submit_stored(spec)
+    for name in marks:
+        rec = wait_log(net, name, "unit.quarantined", after=marks[name], job=job)
+        assert reason in rec["fields"]["reason"]
+    view = kit.market.requester.view
+    (unit_id,) = view.unit_ids(job)
+    assert view.unit(unit_id).status is UnitStatus.OPEN  # nobody claimed it
+    assert protocol(net)["TaskPool"].events.UnitClaimed().get_logs(
+        from_block=0, argument_filters={"unitId": unit_id}) == []

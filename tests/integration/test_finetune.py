@@ -22,12 +22,11 @@ from gensyn_py.train.data import digits
 from gensyn_py.types import UnitStatus
 from tests.integration.market_kit import (
     assert_conservation,
-    protocol,
+    assert_every_solver_quarantines,
     slashes,
     start_market,
     submit,
     wait_job,
-    wait_log,
 )
 
 
@@ -84,13 +83,5 @@ def test_a_parent_that_is_not_completed_is_refused_before_money_moves_and_before
         submit(net, steps=40, seed=41, init={"parent_job": 10_000})
     assert requester.pool.next_job_id() == jobs_before and requester.token.balance_of(requester.address) == before
 
-    marks = {name: len(net.log_lines(name)) for name in ("solver-1", "solver-2")}
-    job = kit.submit_stored(orphan)  # straight to the contract: the pool cannot read specs
-    for name in marks:
-        rec = wait_log(net, name, "unit.quarantined", after=marks[name], job=job)
-        assert "init.parent_job: job 10000 does not exist" in rec["fields"]["reason"]
-    (unit_id,) = requester.view.unit_ids(job)
-    assert requester.view.unit(unit_id).status is UnitStatus.OPEN  # nobody claimed it
-    assert protocol(net)["TaskPool"].events.UnitClaimed().get_logs(
-        from_block=0, argument_filters={"unitId": unit_id}) == []
+    assert_every_solver_quarantines(net, kit, orphan, "init.parent_job: job 10000 does not exist")
 

@@ -20,7 +20,13 @@ from gensyn_py.sim.market import Market
 from gensyn_py.sim.poison import PoisonKit
 from gensyn_py.storage.cid import cid_for_bytes
 from gensyn_py.types import UnitStatus
-from tests.integration.market_kit import assert_conservation, protocol, slashes, start_market, wait_job, wait_log
+from tests.integration.market_kit import (
+    assert_conservation,
+    assert_every_solver_quarantines,
+    slashes,
+    start_market,
+    wait_job,
+)
 from tests.unit.onnxkit import BATCH, gpt_bytes, token_windows
 
 
@@ -100,15 +106,7 @@ def test_a_model_file_with_an_op_off_the_whitelist_is_refused_before_money_moves
         m.submit(spec)
     assert requester.pool.next_job_id() == jobs_before and requester.token.balance_of(requester.address) == before
 
-    marks = {name: len(net.log_lines(name)) for name in ("solver-1", "solver-2")}
-    job = kit.submit_stored(spec)  # straight to the contract: the pool cannot read models
-    for name in marks:
-        rec = wait_log(net, name, "unit.quarantined", after=marks[name], job=job)
-        assert "node 'odd-norm' uses op LpNormalization" in rec["fields"]["reason"]
-    (unit_id,) = requester.view.unit_ids(job)
-    assert requester.view.unit(unit_id).status is UnitStatus.OPEN  # nobody claimed it
-    assert protocol(net)["TaskPool"].events.UnitClaimed().get_logs(
-        from_block=0, argument_filters={"unitId": unit_id}) == []
+    assert_every_solver_quarantines(net, kit, spec, "node 'odd-norm' uses op LpNormalization")
 
 
 def test_a_job_on_a_chunked_dataset_settles_and_nobody_is_slashed(market: LocalNetwork) -> None:
