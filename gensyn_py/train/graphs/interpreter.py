@@ -46,7 +46,7 @@ def run_graph(graph: Graph, ops: OpSet, params: Mapping[str, Any], x: Any,
 
 def _run_node(node: Node, args: list[Any], ops: OpSet) -> list[Any]:
     if node.op == "Shape" and args and args[0] is not None and not isinstance(args[0], np.ndarray):
-        args = [np.zeros(ops.shape(args[0]), dtype=np.uint8)]  # only its dimensions are read
+        return [shape_of(node, ops.shape(args[0]))]  # a trained value's dimensions are fixed: a constant
     if all(a is None or isinstance(a, np.ndarray) for a in args):
         try:
             return STATIC[node.op](node, args)
@@ -59,6 +59,11 @@ def _run_node(node: Node, args: list[Any], ops: OpSet) -> list[Any]:
         raise SpecError(f"model.onnx: {node.where()} may only act on constants; here it reads a value that "
                         f"depends on the input or the parameters")
     return ops.run(node, args)
+
+
+def shape_of(node: Node, dims: tuple[int, ...]) -> np.ndarray:
+    """ONNX Shape's output for a value of these dimensions (its `start` and `end` attributes applied)."""
+    return np.asarray(dims, dtype=np.int64)[int(node.attrs.get("start", 0)):node.attrs.get("end", None)]
 
 
 def attr_int(node: Node, key: str, default: int) -> int:

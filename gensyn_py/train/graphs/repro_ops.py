@@ -96,8 +96,7 @@ class ReproOps:
         full = tuple(int(d) for d in np.broadcast_shapes(sa, sb))
         if sa == sb == full:
             return self.ex.op("add", a, b) if op == "add" else self.ex.op("binary", a, b, op=op)
-        rows_cols = [self._rows_cols(node, s, full) for s in (sa, sb)]
-        split = max(k for k, _ in rows_cols)
+        split = max(self._leading(node, s, full) for s in (sa, sb))
         rows, cols = int(np.prod(full[:split])), int(np.prod(full[split:]))
         a2 = self._reshape(a, (rows, cols) if sa == full else (1, cols))
         b2 = self._reshape(b, (rows, cols) if sb == full else (1, cols))
@@ -107,14 +106,12 @@ class ReproOps:
             y = self.ex.op("binary", a2, b2, op=op)
         return self._reshape(y, full)
 
-    def _rows_cols(self, node: Node, s: tuple[int, ...], full: tuple[int, ...]) -> tuple[int, int]:
-        """(k, 0) where an operand of shape `s` equals `full` from dimension k on and is 1 before it."""
+    def _leading(self, node: Node, s: tuple[int, ...], full: tuple[int, ...]) -> int:
+        """The k where an operand of shape `s` equals `full` from dimension k on and is 1 before it."""
         padded = (1,) * (len(full) - len(s)) + s
-        if padded == full:
-            return 0, 0
         for k in range(len(full) + 1):
             if padded[k:] == full[k:] and all(d == 1 for d in padded[:k]):
-                return k, 0
+                return k
         raise _refuse(node, f"it broadcasts {list(s)} against {list(full)} inside trailing dimensions; only "
                             f"whole leading dimensions may be broadcast")
 

@@ -42,6 +42,12 @@ def _constant_of_shape(node: Node, args: Arrays) -> Arrays:
     return [np.full(_ints(args[0]), np.asarray(value).reshape(-1)[0], dtype=np.asarray(value).dtype)]
 
 
+def _shape(node: Node, value: Any) -> Any:
+    from gensyn_py.train.graphs.interpreter import shape_of
+
+    return shape_of(node, tuple(value.shape))
+
+
 def _cast(node: Node, args: Arrays) -> Arrays:
     from onnx.helper import tensor_dtype_to_np_dtype
 
@@ -119,8 +125,7 @@ STATIC: dict[str, StaticOp] = {
     "ConstantOfShape": _constant_of_shape,
     "Identity": lambda n, a: [a[0]],
     "Dropout": lambda n, a: [a[0]],
-    "Shape": lambda n, a: [np.asarray(a[0].shape, dtype=np.int64)[int(n.attrs.get("start", 0)):
-                                                                   n.attrs.get("end", None)]],
+    "Shape": lambda n, a: [_shape(n, a[0])],
     "Cast": _cast,
     "Not": lambda n, a: [np.logical_not(a[0])],
     "And": lambda n, a: [np.logical_and(a[0], a[1])],
