@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gensyn_py.errors import SpecError
 from gensyn_py.train.data import Dataset
+from gensyn_py.train.spec import CidV1
 
 if TYPE_CHECKING:
     from gensyn_py.train.spec import DatasetSpec
@@ -38,15 +39,8 @@ MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 class ChunkEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    cid: str = Field(min_length=8, max_length=128)
+    cid: CidV1
     size_bytes: int = Field(gt=0, le=MAX_CHUNK_BYTES)
-
-    @field_validator("cid")
-    @classmethod
-    def _cid(cls, v: str) -> str:
-        from gensyn_py.train.spec import _cidv1
-
-        return _cidv1(v)
 
 
 class ChunkManifest(BaseModel):

@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from gensyn_py.errors import SpecError
 from gensyn_py.types import MAX_ROUNDS, MAX_SEGMENTS, MAX_SHARDS, MAX_STEPS_PER_UNIT
@@ -34,16 +43,16 @@ def _cidv1(v: str) -> str:
     return v
 
 
+# A content id as every store prints it; the one spelling of a CID field in specs and manifests.
+CidV1 = Annotated[str, Field(min_length=8, max_length=128), AfterValidator(_cidv1)]
+
+
 class OnnxModelRef(_Strict):
     """A requester's own architecture: an ONNX model file by CID (`gensyn_py/train/graphs`), never run as code."""
 
-    cid: str = Field(min_length=8, max_length=128)
+    cid: CidV1
     size_bytes: int = Field(gt=0, le=2**31 - 1)
 
-    @field_validator("cid")
-    @classmethod
-    def _cidv1(cls, v: str) -> str:
-        return _cidv1(v)
 
 
 class ModelSpec(_Strict):
@@ -106,7 +115,7 @@ class HardwareSpec(_Strict):
 
 
 class DatasetSpec(_Strict):
-    cid: str = Field(min_length=8, max_length=128)
+    cid: CidV1
     x_shape: list[int] = Field(min_length=1, max_length=4)
     x_dtype: Literal["float32", "int64"]
     y_shape: list[int] = Field(default_factory=list, max_length=4)
@@ -116,10 +125,6 @@ class DatasetSpec(_Strict):
     # (train/chunks.py); absent from the dumps of single-file entries, whose bytes and hashes stay as they were.
     chunk_examples: int | None = Field(default=None, gt=0, exclude_if=lambda v: v is None)
 
-    @field_validator("cid")
-    @classmethod
-    def _cidv1(cls, v: str) -> str:
-        return _cidv1(v)
 
     @model_validator(mode="after")
     def _one_file_fits(self) -> DatasetSpec:
@@ -141,13 +146,9 @@ class StepTableRef(_Strict):
     """The step table a requester published for a repro job (`gensyn_py/proof/published_table.py`), so that each node
     checks only its own unit's entries instead of reading every unit's batches."""
 
-    cid: str = Field(min_length=8, max_length=128)
+    cid: CidV1
     size_bytes: int = Field(gt=0, le=2**36)
 
-    @field_validator("cid")
-    @classmethod
-    def _cidv1(cls, v: str) -> str:
-        return _cidv1(v)
 
 
 class InitSpec(_Strict):
