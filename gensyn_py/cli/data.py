@@ -7,7 +7,6 @@ stdout (JSON, so it can be piped into a spec); the inferred kind, the summary an
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -156,10 +155,9 @@ def _progress(quiet: bool, label: str) -> Iterator[ProgressFn | None]:
 
 def _write(out: Path, data: bytes) -> None:
     """Write through a temporary file, so a failed write never leaves half a dataset under `out`'s name."""
-    tmp = out.with_name(f".{out.name}.partial")
+    from gensyn_py.storage.atomic import atomic_write
+
     try:
-        tmp.write_bytes(data)
-        os.replace(tmp, out)
+        atomic_write(out, data)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         raise click.ClickException(f"cannot write {out}: {e.strerror or e}") from None

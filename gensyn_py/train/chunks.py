@@ -231,11 +231,12 @@ def chunked_entry(sample: Dataset, manifest: ChunkManifest, manifest_bytes: byte
 def write_chunked(ds: Dataset, chunk_examples: int, folder: Path) -> dict[str, Any]:
     """`ds` as a folder of chunk files and their manifest; returns the spec's `dataset` entry."""
     manifest, files = split(ds, chunk_examples)
-    folder.mkdir(parents=True, exist_ok=True)
+    from gensyn_py.storage.atomic import atomic_write
+
     for k, data in enumerate(files):
-        (folder / chunk_name(k)).write_bytes(data)
+        atomic_write(folder / chunk_name(k), data)
     data = manifest.to_bytes()
-    (folder / MANIFEST_NAME).write_bytes(data)
+    atomic_write(folder / MANIFEST_NAME, data)  # last: a folder with a manifest has every chunk it names
     return chunked_entry(ds, manifest, data)
 
 
