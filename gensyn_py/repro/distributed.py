@@ -29,7 +29,7 @@ from torch import Tensor
 
 from gensyn_py.repro.backend import TorchBackend
 from gensyn_py.repro.crt_matmul import round_int
-from gensyn_py.repro.matmul import _unit, integer_parts, repro_index_sum, repro_matmul, repro_sum
+from gensyn_py.repro.matmul import _unit, exact_integers, repro_index_sum, repro_matmul, repro_sum
 
 F32 = torch.float32
 F64 = torch.float64
@@ -120,8 +120,7 @@ class DataParallelBackend(TorchBackend):
         if not (bool(torch.isfinite(ca).all()) and bool(torch.isfinite(cb).all())):
             return repro_matmul(self._gather(a, 1), self._gather(b, 0))
         ua, ub = _unit(ca), _unit(cb)
-        s_hi, s_lo = integer_parts(torch.div(ra, ua), torch.div(rb, ub))
-        n = torch.add(torch.mul(s_hi.to(I64), 4096), s_lo.to(I64))  # |n| < 2**62: exact
+        n = exact_integers(torch.div(ra, ua), torch.div(rb, ub))  # int64, |n| < 2**62
         dist.all_reduce(n, dist.ReduceOp.SUM, group=self.group)
         return round_int(n, ua, ub)
 

@@ -36,7 +36,8 @@ import math
 import torch
 from torch import Tensor
 
-from gensyn_py.repro.crt_matmul import crt_matmul
+from gensyn_py.repro.crt_matmul import crt_matmul, round_int
+from gensyn_py.repro.exact_chunks import chunk_count
 from gensyn_py.repro.opset import MAX_K
 
 F32 = torch.float32
@@ -192,15 +193,50 @@ def _finite_rule(a: Tensor, b: Tensor) -> Tensor:
         return crt_matmul(a, b)
     ra, ca = _rounded(a, -1)
     rb, cb = _rounded(b, -2)
-    if a.shape[-1] <= SMALL_K or _one_gemm_exact(ra, ca, rb, cb):
-        # Every product is a_ik * b_kj * u_a * u_b (exact, >= 2**-298) and every partial sum a multiple of
-        # u_a * u_b below 2**53 of them (K <= 32: |a|, |b| < 2**24; else the L1 bound), so one float64 GEMM
-        # gives N * 2**(EA + EB - 300) exactly, and the conversion to float32 is the single rounding.
-        mm = torch.mm(ra, rb) if ra.dim() == 2 else torch.matmul(ra, rb)
-        return torch.add(mm, _scalar("zero", a.device)).float()  # + 0.0: N = 0 gives +0
+    if a.shape[-1] <= SMALL_K:
+        return _one_gemm(ra, rb)
     ua, ub = _unit(ca), _unit(cb)
-    s_hi, s_lo = integer_parts(torch.div(ra, ua), torch.div(rb, ub))  # r / u: the aligned integers, exact
-    return round_parts(s_hi, s_lo, ua, ub)
+    qa, qb = torch.div(ra, ua), torch.div(rb, ub)  # r / u: the aligned integers, exact
+    chunks = chunk_count(qa, qb)
+    if chunks == 1 or _one_gemm_exact(ra, ca, rb, cb):
+        return _one_gemm(ra, rb)
+    if chunks is None:
+        return round_parts(*integer_parts(qa, qb), ua, ub)
+    if chunks == 2:
+        s = torch.add(*chunk_products(qa, qb, 2))
+        lo, hi = torch.aminmax(s)
+        if bool(hi < 2.0**53) and bool(lo > -(2.0**53)):  # |fl(N)| < 2**53: the sum is N exactly
+            return torch.mul(torch.mul(s.add_(0.0), ua), ub).to(F32)  # + 0.0: N = 0 gives +0
+    return round_int(exact_integers(qa, qb, chunks), ua, ub)
+
+
+def _one_gemm(ra: Tensor, rb: Tensor) -> Tensor:
+    """Every product is a_ik * b_kj * u_a * u_b (exact, >= 2**-298) and every partial sum a multiple of
+    u_a * u_b below 2**53 of them (K <= 32: |a|, |b| < 2**24; else a bound checked by the caller), so one
+    float64 GEMM gives N * 2**(EA + EB - 300) exactly, and the conversion to float32 is the single rounding."""
+    mm = torch.mm(ra, rb) if ra.dim() == 2 else torch.matmul(ra, rb)
+    return torch.add(mm, _scalar("zero", ra.device)).float()  # + 0.0: N = 0 gives +0
+
+
+def chunk_products(qa: Tensor, qb: Tensor, chunks: int) -> list[Tensor]:
+    """The exact integer products of `chunks` equal K-ranges (exact_chunks.chunk_count says they are)."""
+    k = qa.shape[-1] // chunks
+    return [torch.matmul(qa[..., i * k:(i + 1) * k], qb[..., i * k:(i + 1) * k, :]) for i in range(chunks)]
+
+
+def exact_integers(qa: Tensor, qb: Tensor, chunks: int | None = None) -> Tensor:
+    """N = qa @ qb exactly, int64 (|N| < 2**62), from aligned integers held in float64: the chunk products
+    (each an integer below 2**53, so its int64 conversion is exact) added in int64, or where no few chunks
+    are exact, the two 12-bit-slice GEMMs."""
+    chunks = chunk_count(qa, qb) if chunks is None else chunks
+    if chunks is None:
+        s_hi, s_lo = integer_parts(qa, qb)
+        return torch.add(torch.mul(s_hi.to(I64), 2**SLICE_BITS), s_lo.to(I64))
+    parts = chunk_products(qa, qb, chunks)
+    n = parts[0].to(I64)
+    for p in parts[1:]:
+        n.add_(p.to(I64))
+    return n
 
 
 def repro_index_sum(idx: Tensor, g: Tensor, n: int) -> Tensor:

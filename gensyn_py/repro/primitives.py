@@ -57,25 +57,20 @@ def div(a: Tensor, b: Tensor) -> Tensor:
 
 
 def sqrt(a: Tensor) -> Tensor:
-    """Correctly rounded square root.
+    """Correctly rounded square root: float32(sqrt(float64(a))).
 
-    torch.sqrt on float32 CPU tensors is NOT correctly rounded in torch 2.13 (about 17% of random
-    inputs come out 1 ulp off, unlike NumPy), so: y = float32(sqrt(float64(a))), then an exact fix-up:
-    the midpoints between y and its neighbours have 25 significant bits, so their squares are exact in
-    float64 and comparing them with a decides the correctly rounded result (a midpoint is never hit).
+    torch.sqrt on float32 CPU tensors is NOT correctly rounded in torch 2.13 (about 16% of random inputs
+    come out 1 ulp off), and its float64 one is not either (1.3% are 1 float64 ulp off), so the float64
+    root is only trusted to within 4 ulps, which is enough: for a float32 x with sqrt(x) in [2**k, 2**(k+1)),
+    every float32 rounding midpoint m there has 25 significant bits, so x - m**2 is a nonzero odd multiple
+    of 2**(2k-48) (x is a multiple of 2**(2k-23), m**2 an odd one of 2**(2k-48)), hence
+    |sqrt(x) - m| = |x - m**2| / (sqrt(x) + m) > 2**(2k-48) / 2**(k+2) = 2**(k-50), four float64 ulps.  A
+    float64 value within four ulps of sqrt(x) therefore lies strictly on the same side of every midpoint,
+    and its RNE conversion to float32 is the correctly rounded root (exact roots included; zeros keep their
+    sign, negatives give NaN, +inf stays +inf).  tests/unit/test_repro_primitives.py checks it against
+    NumPy's correctly rounded float32 sqrt on random bit patterns and edges.
     """
-    x = _f32(a)
-    x64 = x.to(torch.float64)
-    y = torch.sqrt(x64).to(F32)
-    inf = torch.full_like(y, torch.inf)
-    up = torch.nextafter(y, inf)
-    dn = torch.nextafter(y, -inf)
-    y64 = y.to(torch.float64)
-    mu = torch.mul(torch.add(y64, up.to(torch.float64)), 0.5)
-    md = torch.mul(torch.add(y64, dn.to(torch.float64)), 0.5)
-    ok = (x > 0) & torch.isfinite(x)
-    y = torch.where(ok & (x64 > torch.mul(mu, mu)), up, y)
-    return torch.where(ok & (x64 < torch.mul(md, md)), dn, y)
+    return torch.sqrt(_f32(a).to(torch.float64)).to(F32)
 
 
 def neg(a: Tensor) -> Tensor:

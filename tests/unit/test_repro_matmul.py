@@ -7,12 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gensyn_py.repro import ops as O
-from gensyn_py.repro.matmul import repro_matmul, repro_sum
+from gensyn_py.repro.exact_chunks import chunk_count
+from gensyn_py.repro.matmul import exact_integers, repro_matmul, repro_sum
 from gensyn_py.repro.reference import NUMPY
 from gensyn_py.repro.reference import matmul as ref_matmul
 
@@ -201,3 +203,40 @@ def test_ones_column_in_matmul_equals_sum_rule() -> None:
         x = torch.randn(k, 5, generator=g)
         gwb = repro_matmul(gy.t().contiguous(), O.TORCH.append_ones(x))
         assert torch.equal(gwb[:, -1:].reshape(1, -1).view(torch.int32), repro_sum(gy, 0).view(torch.int32))
+
+
+def full_scale(rng: np.random.Generator, shape: tuple[int, int], signed: bool) -> np.ndarray[Any, Any]:
+    """Integers in [2**23, 2**24) (every aligned integer full width, unit 1), random signs if `signed`."""
+    x = rng.integers(2**23, 2**24, shape).astype(np.float32)
+    return x * np.where(rng.random(shape) < 0.5, -1, 1).astype(np.float32) if signed else x
+
+
+@pytest.mark.parametrize(("k", "signed", "chunks"), [
+    (64, True, 2),  # two chunks, their sum below 2**53: added in float64
+    (64, False, 2),  # two chunks, |N| above 2**53: added in int64 and rounded to odd
+    (128, True, 4),
+    (256, False, 8),
+    (4096, True, None),  # more chunks than MAX_CHUNKS: the two 12-bit-slice GEMMs
+])
+def test_matmul_chunked_paths_match_reference(k: int, signed: bool, chunks: int | None) -> None:
+    """Full-width aligned integers fail the one-GEMM bounds, so the K-chunked (or sliced) paths run, and
+    each gives the reference's bits; 3-D (batched) products too."""
+    rng = np.random.default_rng(k + signed)
+    a, b = full_scale(rng, (5, k), signed), full_scale(rng, (k, 7), signed)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    assert chunk_count(ta.double(), tb.double()) == chunks
+    assert same(repro_matmul(ta, tb), ref_matmul(a, b))
+    a3, b3 = np.stack([a, -a]), np.stack([b, b])
+    out = repro_matmul(torch.from_numpy(a3), torch.from_numpy(b3))
+    assert same(out[0], ref_matmul(a, b)) and same(out[1], ref_matmul(-a, b))
+
+
+def test_exact_integers_equal_python_integers() -> None:
+    """The int64 N of the chunked and the sliced products (the data-parallel path adds them across ranks)."""
+    rng = np.random.default_rng(3)
+    for k in (64, 256, 4096):
+        a, b = full_scale(rng, (3, k), False), full_scale(rng, (k, 2), True)
+        n = exact_integers(torch.from_numpy(a).double(), torch.from_numpy(b).double())
+        want = [[sum(int(x) * int(y) for x, y in zip(a[i], b[:, j], strict=True)) for j in range(2)]
+                for i in range(3)]
+        assert n.tolist() == want

@@ -163,11 +163,20 @@ def test_exp_log_tanh_accuracy() -> None:
 
 
 def test_sqrt_correctly_rounded_on_random_bit_patterns() -> None:
-    """torch.sqrt on float32 CPU is not correctly rounded (torch 2.13); P.sqrt must be."""
+    """torch.sqrt on float32 CPU is not correctly rounded (torch 2.13), nor its float64 one; P.sqrt must be
+    (its rounding of the float64 root rests on a bound that these inputs exercise across every binade)."""
     rng = np.random.default_rng(5)
-    a = rng.integers(0, 2**31, 200_000, dtype=np.int64).astype(np.int32).view(np.float32)
+    a = rng.integers(0, 2**31, 2_000_000, dtype=np.int64).astype(np.int32).view(np.float32)
     a = a[np.isfinite(a)]
     assert same(P.sqrt(torch.from_numpy(a)), np.sqrt(a))
+    # exact squares, their neighbours, and the edges (signed zeros, negatives, inf, NaN, subnormals)
+    roots = rng.integers(1, 2**12, 10_000).astype(np.float32)
+    sq = roots * roots
+    edges = np.array([0.0, -0.0, -1.0, -1e-45, np.inf, -np.inf, np.nan, 1e-45, 1.1754942e-38, 3.4028235e38],
+                     dtype=np.float32)
+    b = np.concatenate([sq, np.nextafter(sq, np.float32(0)), np.nextafter(sq, np.float32(np.inf)), edges])
+    with np.errstate(invalid="ignore"):
+        assert same(P.sqrt(torch.from_numpy(b)), np.sqrt(b))
     # and against exact arithmetic on a few: the result r satisfies (r - ulp/2)^2 < x < (r + ulp/2)^2
     from fractions import Fraction
 
