@@ -14,19 +14,23 @@ Rule (the op's definition; docs/repro.md states it for the contract):
    inf * 0, or the products include both +inf and -inf; else +-inf if some product is +-inf;
    else the finite rule above.
 
-Implementation: a = a_hi * 2**12 + a_lo with a_hi = floor(a / 2**12) (|a_hi| <= 2**12) and
-0 <= a_lo < 2**12, b kept whole (|b| <= 2**24), all held in float64.  Every product has |p| <= 2**36
-and every partial sum of K <= 2**14 products is an integer of magnitude <= 2**50 < 2**53, so the two
-float64 GEMMs (a_hi @ b, a_lo @ b) are exact in any summation order, FMA or not: vendor BLAS on any
-device gives the same integers.  N = S_hi * 2**12 + S_lo (|N| <= 2**62) is then rounded once:
-exactly representable when |fl(N)| < 2**53, otherwise through round-to-odd at 53 bits (TwoSum) and one
-RNE conversion (see round_parts).  One GEMM of the whole integers is already exact (every partial sum
-below 2**53) when K <= 32, or when the largest L1 norm of a row of the aligned A (or of a column of the
-aligned B) is at most 2**29; that is checked per call and the split is skipped.  3-D inputs are a batch of
-independent products (the rule per leading index).  Large 2-D products on CUDA compute N from its
-residues modulo eight small moduli by int8 tensor-core GEMMs instead (crt_matmul.py), same bits.  The
-NumPy reference (reference.py) computes N with an int64 matmul and rounds
-with Python integers.
+Implementation: the aligned entries are held in float64 as r = a * u (exact), and every product r_a * r_b is
+exact there.  A float64 GEMM returns N exactly, in any summation order, FMA or not, on any BLAS or device,
+whenever every partial sum stays below 2**53 units u_a * u_b.  That holds when K <= 32, when the largest L1 norm
+of a row of the aligned A (or of a column of the aligned B) is at most 2**29, or by Cauchy–Schwarz when the
+largest row sum of squares of A times the largest column sum of squares of B is below 2**106 (exact_chunks.py).
+Where the whole K fails that bound, K is cut into the fewest equal chunks (up to 16) that each pass it: one
+exact GEMM per chunk, the multiply-adds of one GEMM in all, and the chunks' integers are added exactly
+(in float64 when the sum of their largest magnitudes is below 2**53, else in int64) and rounded once
+(crt_matmul.round_int: round to odd at 53 bits, then one RNE conversion).  Where even 16 chunks fail (nearly
+all 24 bits of every aligned integer set over a long K), a = a_hi * 2**12 + a_lo with a_hi = floor(a / 2**12)
+(|a_hi| <= 2**12) and 0 <= a_lo < 2**12, b kept whole: every product is below 2**36 and every partial sum of
+K <= 2**14 of them below 2**50, so the two float64 GEMMs (a_hi @ b, a_lo @ b) are exact, and N = S_hi * 2**12
++ S_lo (|N| <= 2**62) is rounded once: exactly representable when |fl(N)| < 2**53, otherwise through
+round-to-odd at 53 bits (TwoSum) and one RNE conversion (see round_parts).  3-D inputs are a batch of
+independent products (the rule per leading index).  Large 2-D products on CUDA compute N from its residues
+modulo eight small moduli by int8 tensor-core GEMMs instead (crt_matmul.py), same bits.  The NumPy
+reference (reference.py) computes N with an int64 matmul and rounds with Python integers.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ I64 = torch.int64
 F64 = torch.float64
 
 SMALL_K = 32
+SMALL_WORK = 2**18  # multiply-adds (M * K * N) below which per-op overhead outweighs passes over data
 SLICE_BITS = 12
 # Products of at least this many multiply-adds (M * K * N) take the int8 residue path on CUDA, where
 # tensor cores run eight int8 GEMMs faster than two float64 ones (crt_matmul.py; measured in
@@ -195,19 +200,25 @@ def _finite_rule(a: Tensor, b: Tensor) -> Tensor:
     rb, cb = _rounded(b, -2)
     if a.shape[-1] <= SMALL_K:
         return _one_gemm(ra, rb)
+    # a small product tries the L1 bound first: a few ops, where the chunk bound takes a few dozen
+    small = a.numel() * b.shape[-1] < SMALL_WORK
+    if small and _one_gemm_exact(ra, ca, rb, cb):
+        return _one_gemm(ra, rb)
     ua, ub = _unit(ca), _unit(cb)
     qa, qb = torch.div(ra, ua), torch.div(rb, ub)  # r / u: the aligned integers, exact
     chunks = chunk_count(qa, qb)
-    if chunks == 1 or _one_gemm_exact(ra, ca, rb, cb):
+    if chunks == 1 or (not small and chunks is not None and _one_gemm_exact(ra, ca, rb, cb)):
         return _one_gemm(ra, rb)
     if chunks is None:
         return round_parts(*integer_parts(qa, qb), ua, ub)
-    if chunks == 2:
-        s = torch.add(*chunk_products(qa, qb, 2))
-        lo, hi = torch.aminmax(s)
-        if bool(hi < 2.0**53) and bool(lo > -(2.0**53)):  # |fl(N)| < 2**53: the sum is N exactly
-            return torch.mul(torch.mul(s.add_(0.0), ua), ub).to(F32)  # + 0.0: N = 0 gives +0
-    return round_int(exact_integers(qa, qb, chunks), ua, ub)
+    parts = chunk_products(qa, qb, chunks)
+    if sum(float(torch.amax(torch.abs(p))) for p in parts) < 2.0**53:
+        # every partial sum of the parts is an integer below 2**53: their float64 sum is N, in any order
+        s = parts[0]
+        for p in parts[1:]:
+            s.add_(p)
+        return torch.mul(torch.mul(s.add_(0.0), ua), ub).to(F32)  # + 0.0: N = 0 gives +0; exact scalings
+    return round_int(_added(parts), ua, ub)
 
 
 def _one_gemm(ra: Tensor, rb: Tensor) -> Tensor:
@@ -224,19 +235,22 @@ def chunk_products(qa: Tensor, qb: Tensor, chunks: int) -> list[Tensor]:
     return [torch.matmul(qa[..., i * k:(i + 1) * k], qb[..., i * k:(i + 1) * k, :]) for i in range(chunks)]
 
 
-def exact_integers(qa: Tensor, qb: Tensor, chunks: int | None = None) -> Tensor:
-    """N = qa @ qb exactly, int64 (|N| < 2**62), from aligned integers held in float64: the chunk products
-    (each an integer below 2**53, so its int64 conversion is exact) added in int64, or where no few chunks
-    are exact, the two 12-bit-slice GEMMs."""
-    chunks = chunk_count(qa, qb) if chunks is None else chunks
-    if chunks is None:
-        s_hi, s_lo = integer_parts(qa, qb)
-        return torch.add(torch.mul(s_hi.to(I64), 2**SLICE_BITS), s_lo.to(I64))
-    parts = chunk_products(qa, qb, chunks)
+def _added(parts: list[Tensor]) -> Tensor:
+    """The sum of float64 integers below 2**53 each (exact in int64, whose sum cannot overflow here)."""
     n = parts[0].to(I64)
     for p in parts[1:]:
         n.add_(p.to(I64))
     return n
+
+
+def exact_integers(qa: Tensor, qb: Tensor) -> Tensor:
+    """N = qa @ qb exactly, int64 (|N| < 2**62), from aligned integers held in float64: the exact K-chunk
+    products added in int64, or where no few chunks are exact, the two 12-bit-slice GEMMs."""
+    chunks = chunk_count(qa, qb)
+    if chunks is None:
+        s_hi, s_lo = integer_parts(qa, qb)
+        return torch.add(torch.mul(s_hi.to(I64), 2**SLICE_BITS), s_lo.to(I64))
+    return _added(chunk_products(qa, qb, chunks))
 
 
 def repro_index_sum(idx: Tensor, g: Tensor, n: int) -> Tensor:

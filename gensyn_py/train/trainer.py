@@ -61,12 +61,14 @@ class Trainer:
         state to start with as `optim/*` entries where the spec carries it across rounds."""
         import torch
 
+        from gensyn_py.train.allocator import keep_freed_memory
         from gensyn_py.train.determinism import configure_exact, pick_device
         from gensyn_py.train.models import build_for
 
         if not 0 <= round_ < spec.rounds:
             raise TrainingError(f"round {round_} out of range for {spec.rounds} rounds")
         configure_exact(spec.threads)
+        keep_freed_memory()
         self.spec = spec
         self.dataset = dataset
         self.round = round_
