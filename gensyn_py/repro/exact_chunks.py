@@ -24,7 +24,7 @@ from torch import Tensor
 # squared bound on every partial sum (2**53 squared), less a margin for the rounding of the sums of squares
 LIMIT = 2.0**106 * (1.0 - 2.0**-30)
 GROUPS = 64  # the finest split considered: chunk boundaries are multiples of K / 64
-MAX_CHUNKS = 16  # beyond this the two-slice GEMMs are cheaper than the chunks' additions
+MIN_CHUNK = 32  # the shortest chunk: a GEMM of fewer terms runs far below the BLAS's speed
 
 
 def _groups(k: int) -> int:
@@ -50,15 +50,15 @@ def _group_squares(x: Tensor, dim: int, g: int) -> Tensor:
 
 def chunk_count(qa: Tensor, qb: Tensor) -> int | None:
     """The smallest power-of-two number of equal K-chunks (1 = the whole K) in which one float64 GEMM of
-    the aligned integers qa (..., M, K) and qb (..., K, N) (float64, exact) is exact, or None when more than
-    MAX_CHUNKS would be needed (or an input is not finite: its block turned into NaN, so every comparison
-    below is false)."""
+    the aligned integers qa (..., M, K) and qb (..., K, N) (float64, exact) is exact, or None when chunks
+    shorter than MIN_CHUNK (or more than GROUPS) would be needed, or an input is not finite (its block
+    turned into NaN, so every comparison below is false)."""
     k = qa.shape[-1]
     g = _groups(k)
     fa = _group_squares(qa, -1, g).reshape(-1, g)  # a row of A per row
     fb = _group_squares(qb, -2, g).reshape(-1, g)  # a column of B per row
     c = 1
-    while c <= min(g, MAX_CHUNKS):
+    while c <= min(g, max(1, k // MIN_CHUNK)):
         ma = torch.amax(torch.sum(fa.reshape(-1, c, g // c), dim=-1), dim=0)  # (c,) largest row, per chunk
         mb = torch.amax(torch.sum(fb.reshape(-1, c, g // c), dim=-1), dim=0)
         if bool(torch.all(torch.le(torch.mul(ma, mb), LIMIT))):

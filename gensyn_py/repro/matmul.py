@@ -19,10 +19,10 @@ exact there.  A float64 GEMM returns N exactly, in any summation order, FMA or n
 whenever every partial sum stays below 2**53 units u_a * u_b.  That holds when K <= 32, when the largest L1 norm
 of a row of the aligned A (or of a column of the aligned B) is at most 2**29, or by Cauchy–Schwarz when the
 largest row sum of squares of A times the largest column sum of squares of B is below 2**106 (exact_chunks.py).
-Where the whole K fails that bound, K is cut into the fewest equal chunks (up to 16) that each pass it: one
-exact GEMM per chunk, the multiply-adds of one GEMM in all, and the chunks' integers are added exactly
-(in float64 when the sum of their largest magnitudes is below 2**53, else in int64) and rounded once
-(crt_matmul.round_int: round to odd at 53 bits, then one RNE conversion).  Where even 16 chunks fail (nearly
+Where the whole K fails that bound, K is cut into the fewest equal chunks (up to 64, of 32 terms or more)
+that each pass it: one exact GEMM per chunk, the multiply-adds of one GEMM in all, and the chunks' integers
+are added exactly (in float64 when the sum of their largest magnitudes is below 2**53, else in int64) and rounded once
+(crt_matmul.round_int: round to odd at 53 bits, then one RNE conversion).  Where even those fail (nearly
 all 24 bits of every aligned integer set over a long K), a = a_hi * 2**12 + a_lo with a_hi = floor(a / 2**12)
 (|a_hi| <= 2**12) and 0 <= a_lo < 2**12, b kept whole: every product is below 2**36 and every partial sum of
 K <= 2**14 of them below 2**50, so the two float64 GEMMs (a_hi @ b, a_lo @ b) are exact, and N = S_hi * 2**12

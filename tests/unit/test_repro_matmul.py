@@ -216,7 +216,7 @@ def full_scale(rng: np.random.Generator, shape: tuple[int, int], signed: bool) -
     (64, False, 2),  # two chunks, |N| above 2**53: added in int64 and rounded to odd
     (128, True, 4),
     (256, False, 8),
-    (4096, True, None),  # more chunks than MAX_CHUNKS: the two 12-bit-slice GEMMs
+    (4096, True, None),  # chunks of 32 terms would not pass: the two 12-bit-slice GEMMs
 ])
 def test_matmul_chunked_paths_match_reference(k: int, signed: bool, chunks: int | None) -> None:
     """Full-width aligned integers fail the one-GEMM bounds, so the K-chunked (or sliced) paths run, and
