@@ -125,15 +125,11 @@ def check_unit_data(spec: JobSpec, dataset: Dataset, unit: Unit) -> list[int]:
     """A chunked dataset: the chunks this unit's steps read fit `MAX_UNIT_DATA_BYTES`; they are fetched now
     (checked against the manifest, kept for training) and returned, so that their labels can be checked before
     a claim; none for a dataset in one file."""
-    from gensyn_py.train.chunks import ChunkedDataset
-    from gensyn_py.train.data import batch_indices, shard_indices
+    from gensyn_py.train.chunks import ChunkedDataset, unit_chunks
 
     if not isinstance(dataset, ChunkedDataset) or unit.shard == AGGREGATION_SHARD:
         return []
-    members = shard_indices(dataset.num_examples, spec.shards, unit.shard, spec.seed)
-    chunks: set[int] = set()
-    for step in range(spec.steps_per_unit):
-        chunks |= dataset.chunks_of(batch_indices(members, spec.batch_size, spec.seed, unit.round, unit.shard, step))
+    chunks = unit_chunks(dataset, spec, unit.round, unit.shard)
     need = sum(dataset.manifest.chunks[k].size_bytes for k in chunks)
     if need > MAX_UNIT_DATA_BYTES:
         raise UnfitJob(f"the unit reads {len(chunks)} dataset chunks, {need:,} bytes; a unit may read at most "

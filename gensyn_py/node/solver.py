@@ -403,6 +403,11 @@ class SolverDaemon(NodeDaemon):
 
         if self.data_parallel == 1 or spec.mode != "repro":
             return run()  # an exact unit trains in one process: its kernels' sums depend on the split
+        if spec.model.onnx is not None:
+            from gensyn_py.train.repro_step import ONE_PROCESS_GRAPHS
+
+            self.log.info("unit.one_process", unit=unit.unit_id, reason=ONE_PROCESS_GRAPHS)
+            return run()
         if spec.batch_size % self.data_parallel:
             self.log.info("unit.one_process", unit=unit.unit_id, batch_size=spec.batch_size,
                           reason=f"the batch does not split evenly over {self.data_parallel} processes")
@@ -410,7 +415,7 @@ class SolverDaemon(NodeDaemon):
         from gensyn_py.train.process_group import TrainingGroup
 
         self.log.info("unit.data_parallel", unit=unit.unit_id, processes=self.data_parallel)
-        with TrainingGroup(trainer, self.data_parallel):
+        with TrainingGroup(trainer, self.data_parallel, get=partial(self.store.get, timeout=self.content.timeout)):
             return run()
 
     # -- partial commitments (resume, not restart) ---------------------------------------------

@@ -24,11 +24,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gensyn_py.errors import SpecError
-from gensyn_py.train.data import Dataset
+from gensyn_py.train.data import Dataset, batch_indices, shard_indices
 from gensyn_py.train.spec import CidV1
 
 if TYPE_CHECKING:
-    from gensyn_py.train.spec import DatasetSpec
+    from gensyn_py.train.spec import DatasetSpec, JobSpec
 
 FORMAT = "gensyn-chunked-dataset"
 MAX_CHUNK_BYTES = 512 * 1024 * 1024  # one chunk is decoded whole, so it must fit a node's memory
@@ -194,6 +194,15 @@ class ChunkedDataset(Dataset):
     def chunks_of(self, indices: np.ndarray) -> set[int]:
         """The chunks holding these example indices."""
         return {int(k) for k in np.unique(np.asarray(indices).reshape(-1) // self.manifest.chunk_examples)}
+
+
+def unit_chunks(dataset: ChunkedDataset, spec: JobSpec, round_: int, shard: int) -> set[int]:
+    """The chunks that the steps of unit (round_, shard) read: its batches are a pure function of the spec."""
+    members = shard_indices(dataset.num_examples, spec.shards, shard, spec.seed)
+    chunks: set[int] = set()
+    for step in range(spec.steps_per_unit):
+        chunks |= dataset.chunks_of(batch_indices(members, spec.batch_size, spec.seed, round_, shard, step))
+    return chunks
 
 
 def open_dataset(entry: DatasetSpec, get: Callable[[str], bytes]) -> Dataset | ChunkedDataset:

@@ -3,7 +3,9 @@
 The calling process is rank 0: it keeps its trainer and everything around it (checkpoints, commitments,
 progress). `TrainingGroup` starts ranks 1..N-1 as helper processes (`python -m gensyn_py.train.process_group`)
 from the trainer's exact state (spec bytes, dataset bytes and the full state written to a private
-folder), joins the `torch.distributed` group with them, and leaves it when the unit is done. A helper runs
+folder; for a chunked dataset its manifest and the chunks the unit reads, as the node's store holds
+them), joins the `torch.distributed` group with them, and leaves it when the unit
+is done. A helper runs
 the same training steps in lockstep and keeps nothing: every rank holds the same state after every step.
 
 On CPUs the group uses gloo; with CUDA, NCCL, rank r on device `cuda:r`.  A helper that dies makes rank 0's
@@ -18,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -30,12 +33,21 @@ if TYPE_CHECKING:
 
 
 class TrainingGroup:
-    """`with TrainingGroup(trainer, size):` makes `trainer` rank 0 of a group of `size` processes."""
+    """`with TrainingGroup(trainer, size):` makes `trainer` rank 0 of a group of `size` processes.
 
-    def __init__(self, trainer: Trainer, size: int, timeout: float = 120.0) -> None:
+    `get(cid) -> bytes` reads content the helpers need besides the trainer's state (a chunked dataset's
+    manifest and chunks) from the node's store; a job on a dataset in one file needs no `get`."""
+
+    def __init__(self, trainer: Trainer, size: int, timeout: float = 120.0,
+                 get: Callable[[str], bytes] | None = None) -> None:
         if trainer.spec.mode != "repro":
             raise TrainingError("only a repro unit trains data parallel (mode 'exact' is one process)")
+        if trainer.spec.model.onnx is not None:
+            from gensyn_py.train.repro_step import ONE_PROCESS_GRAPHS
+
+            raise TrainingError(ONE_PROCESS_GRAPHS)
         self.trainer = trainer
+        self.get = get
         self.size = size
         self.timeout = timeout
         self._dir: Path | None = None
@@ -53,7 +65,11 @@ class TrainingGroup:
                                 f"{torch.cuda.device_count()}")
         self._dir = Path(tempfile.mkdtemp(prefix="gensyn-group-"))
         (self._dir / "spec.json").write_bytes(t.spec.canonical_bytes())
-        (self._dir / "dataset.safetensors").write_bytes(t.dataset.to_bytes())
+        try:
+            self._write_content(self._dir)
+        except Exception:
+            self._stop()
+            raise
         (self._dir / "state.safetensors").write_bytes(save(t.state_dict()))
         for rank in range(1, self.size):
             self._helpers.append(subprocess.Popen(
@@ -77,6 +93,25 @@ class TrainingGroup:
         if isinstance(exc, RuntimeError) and not isinstance(exc, TrainingError):
             # a collective that failed (a helper died or hung): the unit's training failed, not this node
             raise TrainingError(f"data-parallel training failed: {str(exc).splitlines()[0]}") from None
+
+    def _write_content(self, folder: Path) -> None:
+        """The dataset as the helpers read it: a one-file dataset as bytes; a chunked one as its manifest and
+        the chunks the unit reads, by CID under `content/` (checked again there against the spec, as any node
+        checks what it fetches)."""
+        from gensyn_py.train.chunks import ChunkedDataset, unit_chunks
+
+        t = self.trainer
+        if not isinstance(t.dataset, ChunkedDataset):
+            (folder / "dataset.safetensors").write_bytes(t.dataset.to_bytes())
+            return
+        if self.get is None:
+            raise TrainingError("a data-parallel unit of a chunked dataset needs its chunks from the node's store "
+                                "(TrainingGroup's get)")
+        content = folder / "content"
+        content.mkdir()
+        chunks = sorted(unit_chunks(t.dataset, t.spec, t.round, t.shard))
+        for cid in [t.spec.dataset.cid, *(t.dataset.manifest.chunks[k].cid for k in chunks)]:
+            (content / cid).write_bytes(self.get(cid))
 
     @property
     def helper_pids(self) -> list[int]:
@@ -112,12 +147,20 @@ def helper(folder: Path, rank: int, size: int, round_: int, shard: int, device: 
     import torch.distributed as dist
     from safetensors.torch import load
 
+    from gensyn_py.train.chunks import open_dataset
     from gensyn_py.train.data import Dataset
     from gensyn_py.train.spec import parse_spec_bytes
     from gensyn_py.train.trainer import Trainer
 
+    def get(cid: str) -> bytes:
+        return (folder / "content" / cid).read_bytes()
+
     spec = parse_spec_bytes((folder / "spec.json").read_bytes())
-    dataset: Dataset = Dataset.from_bytes((folder / "dataset.safetensors").read_bytes(), spec.dataset)
+    dataset: Dataset
+    if spec.dataset.chunk_examples is not None:
+        dataset = open_dataset(spec.dataset, get)
+    else:
+        dataset = Dataset.from_bytes((folder / "dataset.safetensors").read_bytes(), spec.dataset)
     trainer = Trainer(spec, dataset, round_, shard, device)
     trainer.load_state_dict(load((folder / "state.safetensors").read_bytes()))
     if device.startswith("cuda"):

@@ -107,6 +107,13 @@ def update(be: Backend, o: OptimizerSpec, p: Any, g: Any, opt: Mapping[str, Any]
     return p, {"exp_avg": m, "exp_avg_sq": v, "step": step, "beta1_power": b1t, "beta2_power": b2t}
 
 
+# A registry model's step reduces over batch rows only where `repro.distributed` routes the reduction
+# through the group's exact sums. A requester's ONNX graph is not split: its exporter fixes the batch size in
+# its shape constants, and its layers' reductions over rows have not been shown to take those routes.
+ONE_PROCESS_GRAPHS = ("an ONNX graph trains in one process: its shape constants fix the whole batch, and its "
+                      "reductions over rows are not split across a group")
+
+
 class ReproStep:
     """The repro-mode step engine: the flat parameter vector (the module's parameters are views of it) and
     the flat optimizer state."""
@@ -120,6 +127,7 @@ class ReproStep:
             p.data = view
         self.opt: dict[str, torch.Tensor] = {}
         self._parallel: DataParallelBackend | None = None  # made on the first step in a process group
+        self.splits = spec.model.onnx is None  # see ONE_PROCESS_GRAPHS
 
     def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
         return [v.view(s) for v, s in zip(flat.split(list(self.prog.numels)), self.prog.shapes, strict=True)]
@@ -148,6 +156,8 @@ class ReproStep:
         rank, size = world()
         if size == 1:
             return TORCH, x, y
+        if not self.splits:
+            raise TrainingError(ONE_PROCESS_GRAPHS)
         if self._parallel is None:
             self._parallel = DataParallelBackend()
         self._parallel.begin_step()

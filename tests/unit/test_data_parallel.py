@@ -19,9 +19,12 @@ import torch.distributed as dist
 from gensyn_py.errors import TrainingError
 from gensyn_py.proof.state import state_hash
 from gensyn_py.repro.distributed import rows_of
+from gensyn_py.train.chunks import chunked_entry, open_dataset, split
+from gensyn_py.train.spec import parse_spec
 from gensyn_py.train.trainer import Trainer
 
-from .trainkit import dataset_for, tiny_spec
+from .onnxkit import dataset_of, onnx_spec
+from .trainkit import dataset_for, spec_dict, tiny_spec
 
 STEPS = 3
 ADAMW = {"name": "adamw", "lr": 0.01, "weight_decay": 0.01}
@@ -52,6 +55,11 @@ def worker(rank: int, size: int, init: str, out: str) -> None:
             result["exact"] = "ran"
         except TrainingError as e:
             result["exact"] = str(e)
+        try:
+            Trainer(onnx_spec("gpt"), dataset_of("gpt"), 0, 0, "cpu").run(1)
+            result["onnx"] = "ran"
+        except TrainingError as e:
+            result["onnx"] = str(e)
         Path(out, f"{rank}.json").write_text(json.dumps(result))
     finally:
         dist.destroy_process_group()
@@ -74,6 +82,7 @@ def test_two_processes_train_the_state_one_process_trains(tmp_path: Path) -> Non
             assert got[name][0] == single[name][0], (rank, name)  # state hash: weights, optimizer, RNG, cursor
             assert got[name][1] == single[name][1], (rank, name)  # every step's loss
         assert "needs mode 'repro'" in got["exact"]
+        assert "an ONNX graph trains in one process" in got["onnx"]
 
 
 def test_a_batch_splits_into_equal_shares_or_not_at_all() -> None:
@@ -107,6 +116,60 @@ def test_a_training_group_commits_the_root_one_process_commits(tmp_path: Path) -
         grouped = _unit_root(trainer, tmp_path / "group")
     assert not dist.is_initialized()
     assert grouped == single
+
+
+def test_a_chunked_dataset_trains_in_a_group(tmp_path: Path) -> None:
+    """A unit on a chunked dataset: the helper reads the manifest and the unit's chunks from the node's store
+    (only those: the others are never asked for), and the group commits the one-process root."""
+    from gensyn_py.storage.cid import cid_for_bytes
+    from gensyn_py.train.chunks import ChunkedDataset, unit_chunks
+    from gensyn_py.train.process_group import TrainingGroup
+
+    ds = dataset_for("transformer")
+    manifest, files = split(ds, 4)
+    manifest_bytes = manifest.to_bytes()
+    store = {cid_for_bytes(f): f for f in [*files, manifest_bytes]}
+    spec = parse_spec({**spec_dict("transformer", mode="repro", optimizer=ADAMW, shards=4, steps_per_unit=4,
+                                   checkpoint_interval=2),
+                       "dataset": chunked_entry(ds, manifest, manifest_bytes)})
+    asked: list[str] = []
+
+    def get(cid: str) -> bytes:
+        asked.append(cid)
+        return store[cid]
+
+    def trainer() -> Trainer:
+        opened = open_dataset(spec.dataset, store.__getitem__)
+        assert isinstance(opened, ChunkedDataset)
+        return Trainer(spec, opened, 0, 1, "cpu")
+
+    single = _unit_root(trainer(), tmp_path / "single")
+    t = trainer()
+    with TrainingGroup(t, 2, get=get):
+        grouped = _unit_root(t, tmp_path / "group")
+    assert grouped == single
+    assert isinstance(t.dataset, ChunkedDataset)
+    read = unit_chunks(t.dataset, spec, 0, 1)
+    assert 0 < len(read) < len(files)  # one shard of a chunked dataset: some chunks, not all
+    assert sorted(asked) == sorted([spec.dataset.cid, *(manifest.chunks[k].cid for k in read)])
+
+
+def test_a_group_refuses_what_it_cannot_split_or_hand_over() -> None:
+    from gensyn_py.train.chunks import ChunkedDataset
+    from gensyn_py.train.process_group import TrainingGroup
+
+    with pytest.raises(TrainingError, match="an ONNX graph trains in one process"):
+        TrainingGroup(Trainer(onnx_spec("gpt"), dataset_of("gpt"), 0, 0, "cpu"), 2)
+    ds = dataset_for("mlp")
+    manifest, files = split(ds, 16)
+    data = manifest.to_bytes()
+    spec = parse_spec({**spec_dict("mlp", mode="repro"), "dataset": chunked_entry(ds, manifest, data)})
+    store = {spec.dataset.cid: data, **{e.cid: f for e, f in zip(manifest.chunks, files, strict=True)}}
+    opened = open_dataset(spec.dataset, store.__getitem__)
+    assert isinstance(opened, ChunkedDataset)
+    with pytest.raises(TrainingError, match="needs its chunks from the node's store"), \
+            TrainingGroup(Trainer(spec, opened, 0, 0, "cpu"), 2):
+        pass
 
 
 def test_a_helper_that_dies_fails_the_training_not_the_node(tmp_path: Path) -> None:
