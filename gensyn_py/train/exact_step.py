@@ -72,7 +72,8 @@ class ExactStep:
         for name, p in self.model.named_parameters():
             for key, value in self.optimizer.state.get(p, {}).items():
                 if isinstance(value, torch.Tensor):
-                    state[f"optim/{name}/{key}"] = value.detach().to("cpu", torch.float32).reshape(
+                    # a copy: the optimizer updates its state in place, and a checkpoint is encoded later
+                    state[f"optim/{name}/{key}"] = value.detach().to("cpu", torch.float32, copy=True).reshape(
                         value.shape).contiguous()
         return state
 

@@ -62,6 +62,21 @@ def test_state_covers_model_optimizer_rng_and_cursor(mode: str) -> None:
     assert state["cursor"].tolist() == [1, 1, 2]
 
 
+@pytest.mark.parametrize("mode", ["exact", "repro"])
+@pytest.mark.parametrize("optimizer", [{"name": "sgd", "lr": 0.1, "momentum": 0.9},
+                                       {"name": "adamw", "lr": 0.01, "weight_decay": 0.01}])
+def test_a_state_is_a_snapshot_that_later_steps_leave_alone(mode: str, optimizer: dict[str, object]) -> None:
+    """The checkpoint writer encodes a state on its own thread while training goes on: every tensor of
+    state_dict() must be a copy (torch's optimizers update their state in place)."""
+    t = Trainer(tiny_spec(mode=mode, optimizer=optimizer), digits_flat(), 0, 0, "cpu")
+    t.run(2)
+    state = t.state_dict()
+    before = encode_state(state)
+    t.run(2)
+    assert encode_state(state) == before
+    assert encode_state(t.state_dict()) != before
+
+
 def test_loading_another_units_state_is_refused() -> None:
     spec = tiny_spec()
     other = Trainer(spec, digits_flat(), 0, 1, "cpu").state_dict()
