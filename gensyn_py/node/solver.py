@@ -403,10 +403,10 @@ class SolverDaemon(NodeDaemon):
 
         if self.data_parallel == 1 or spec.mode != "repro":
             return run()  # an exact unit trains in one process: its kernels' sums depend on the split
-        if spec.model.onnx is not None:
-            from gensyn_py.train.repro_step import ONE_PROCESS_GRAPHS
+        from gensyn_py.train.repro_step import one_process_reason
 
-            self.log.info("unit.one_process", unit=unit.unit_id, reason=ONE_PROCESS_GRAPHS)
+        if (reason := one_process_reason(spec)) is not None:
+            self.log.info("unit.one_process", unit=unit.unit_id, reason=reason)
             return run()
         if spec.batch_size % self.data_parallel:
             self.log.info("unit.one_process", unit=unit.unit_id, batch_size=spec.batch_size,

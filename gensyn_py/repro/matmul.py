@@ -207,7 +207,7 @@ def _finite_rule(a: Tensor, b: Tensor) -> Tensor:
     ua, ub = _unit(ca), _unit(cb)
     qa, qb = torch.div(ra, ua), torch.div(rb, ub)  # r / u: the aligned integers, exact
     chunks = chunk_count(qa, qb)
-    if chunks == 1 or (not small and chunks is not None and _one_gemm_exact(ra, ca, rb, cb)):
+    if chunks == 1 or (not small and _one_gemm_exact(ra, ca, rb, cb)):
         return _one_gemm(ra, rb)
     if chunks is None:
         return round_parts(*integer_parts(qa, qb), ua, ub)

@@ -42,10 +42,10 @@ class TrainingGroup:
                  get: Callable[[str], bytes] | None = None) -> None:
         if trainer.spec.mode != "repro":
             raise TrainingError("only a repro unit trains data parallel (mode 'exact' is one process)")
-        if trainer.spec.model.onnx is not None:
-            from gensyn_py.train.repro_step import ONE_PROCESS_GRAPHS
+        from gensyn_py.train.repro_step import one_process_reason
 
-            raise TrainingError(ONE_PROCESS_GRAPHS)
+        if (reason := one_process_reason(trainer.spec)) is not None:
+            raise TrainingError(reason)
         self.trainer = trainer
         self.get = get
         self.size = size

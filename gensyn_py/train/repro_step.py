@@ -114,6 +114,11 @@ ONE_PROCESS_GRAPHS = ("an ONNX graph trains in one process: its shape constants 
                       "reductions over rows are not split across a group")
 
 
+def one_process_reason(spec: JobSpec) -> str | None:
+    """Why a repro unit of `spec` must train in one process, or None when it splits over a group."""
+    return ONE_PROCESS_GRAPHS if spec.model.onnx is not None else None
+
+
 class ReproStep:
     """The repro-mode step engine: the flat parameter vector (the module's parameters are views of it) and
     the flat optimizer state."""
@@ -127,7 +132,7 @@ class ReproStep:
             p.data = view
         self.opt: dict[str, torch.Tensor] = {}
         self._parallel: DataParallelBackend | None = None  # made on the first step in a process group
-        self.splits = spec.model.onnx is None  # see ONE_PROCESS_GRAPHS
+        self.one_process = one_process_reason(spec)
 
     def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
         return [v.view(s) for v, s in zip(flat.split(list(self.prog.numels)), self.prog.shapes, strict=True)]
@@ -156,8 +161,8 @@ class ReproStep:
         rank, size = world()
         if size == 1:
             return TORCH, x, y
-        if not self.splits:
-            raise TrainingError(ONE_PROCESS_GRAPHS)
+        if self.one_process is not None:
+            raise TrainingError(self.one_process)
         if self._parallel is None:
             self._parallel = DataParallelBackend()
         self._parallel.begin_step()
