@@ -24,6 +24,7 @@ import {
 import {DataAvailability} from "./libraries/DataAvailability.sol";
 import {Disputes} from "./libraries/Disputes.sol";
 import {Ledger} from "./libraries/Ledger.sol";
+import {Phases} from "./libraries/Phases.sol";
 import {Scoring} from "./libraries/Scoring.sol";
 import {Segments} from "./libraries/Segments.sol";
 import {Units} from "./libraries/Units.sol";
@@ -127,7 +128,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         (jobId, budget) = Units.create(_s, p, _minCommitWindow, _validatorsPerUnit, _validatorFee);
         token.safeTransferFrom(msg.sender, address(this), budget);
         emit JobSubmitted(jobId, msg.sender, p.specHash, p.specCid, budget);
-        _s.openPhase(jobId, _s.jobs[jobId], 0, false);
+        Phases.openFirst(_s, jobId);
     }
 
     /// @inheritdoc ITaskPool
@@ -393,6 +394,12 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     }
 
     /// @inheritdoc ITaskPool
+    function phaseState(uint256 jobId) external view returns (uint32 settling, uint32 unsettled, uint32 live) {
+        Job storage j = _s.jobs[jobId];
+        return (j.settling, j.unsettled, j.live);
+    }
+
+    /// @inheritdoc ITaskPool
     function resolverOf(uint256 unitId) public view returns (IDisputeResolver) {
         StoredUnit storage u = _s.units[unitId];
         // INVARIANT: the contract judges a repro training unit of a job with a step table; the committee every
@@ -496,7 +503,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         if (!accept) {
             Disputes.open(_s, resolverOf(unitId), unitId, msg.sender, seg);
         } else if (u.revealed == u.nValidators) {
-            u.verify(unitId, _challengeWindow);
+            _s.verify(u, unitId, _challengeWindow);
         }
     }
 }

@@ -80,6 +80,7 @@ class UnitStatus(IntEnum):
     DISPUTED = 5
     FINAL = 6
     CANCELLED = 7
+    VOIDED = 8  # an earlier phase it was built on was overturned (`UnitVoided`)
 
 
 class Outcome(IntEnum):
@@ -206,8 +207,23 @@ class JobState(Struct):
     status: JobStatus
     round: int
     agg_phase: bool
-    pending: int  # units of the current phase not yet final
+    pending: int  # units of the newest opened phase not yet verified
     escrow: int
+
+
+@dataclass(frozen=True)
+class PhaseState(Struct):
+    """Which phase of a job is being paid (`TaskPool.phaseState`; pipelined rounds, docs/contracts.md)."""
+
+    settling: int  # the oldest phase with a unit not yet final: only its units can be finalized
+    unsettled: int  # its units not yet final
+    live: int  # units opened and not yet final, cancelled or voided
+
+
+def phase_of(shards: int, round_: int, aggregation: bool) -> int:
+    """A unit's phase number in its job (`Phases.phaseOf`): round 0's training units, round 0's aggregation
+    (sharded jobs only), round 1's training units, ..."""
+    return 2 * round_ + int(aggregation) if shards > 1 else round_
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 Deploys and wires a new instance of the protocol exactly as
 `gensyn_py.devnet.deploy.deploy_protocol` does (same contracts, parameters and
-wiring order; TaskPool linked to the `Units` and `Disputes` deployed just
-before it), from the key in GENSYN_DEPLOYER_KEY (default: anvil's first dev
+wiring order; TaskPool linked to the `Phases`, `Units`, `Disputes` and
+`DataAvailability` deployed just before it, the last three linked to `Phases`), from the key in GENSYN_DEPLOYER_KEY (default: anvil's first dev
 key). Like `deploy_protocol`, it mints no tokens.
 
 The record goes to deployments/brownie/<chainId>.json in this project, or to
@@ -39,6 +39,7 @@ from brownie import (
     GensynToken,
     MoveReferee,
     NodeRegistry,
+    Phases,
     SegmentGame,
     StepGame,
     TaskPool,
@@ -118,8 +119,10 @@ def main(*flags: str) -> dict[str, Any]:
     registry = NodeRegistry.deploy(
         token.address, p["unbondingDelay"], p["minValidatorStake"], p["jailPeriod"], deployer.address, tx
     )
-    # TaskPool links these libraries; brownie links the latest deployment of each on the network.
+    # TaskPool links these libraries; brownie links the latest deployment of each on the network, so `Phases`,
+    # which the others link too, goes first.
     libraries = {
+        "Phases": Phases.deploy(tx),
         "Units": Units.deploy(tx),
         "Disputes": Disputes.deploy(tx),
         "DataAvailability": DataAvailability.deploy(tx),

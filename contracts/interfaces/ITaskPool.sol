@@ -88,6 +88,9 @@ interface ITaskPool {
     error NotReported(uint256 unitId, uint256 slot);
     /// @notice The requester already raised its unavailability claim on this attempt of the unit.
     error AlreadyClaimed(uint256 unitId);
+    /// @notice Units are paid phase by phase: phase `settling` of the unit's job still has a unit that is not Final,
+    ///         and the unit's own inputs could still be overturned.
+    error EarlierPhaseUnsettled(uint256 unitId, uint32 settling);
 
     /// @notice A job was submitted and its budget escrowed.
     event JobSubmitted(
@@ -152,6 +155,9 @@ interface ITaskPool {
     event UnitReopened(uint256 indexed unitId);
     /// @notice A unit was cancelled with its job.
     event UnitCancelled(uint256 indexed unitId);
+    /// @notice A unit was voided: a unit of an earlier phase it was built on was overturned. Its solver and validators
+    ///         were released unpaid (not penalised); its phase opens anew once the overturned unit is verified again.
+    event UnitVoided(uint256 indexed unitId);
     /// @notice The unit is final and paid.
     event UnitFinalized(uint256 indexed unitId, address indexed solver, uint256 solverPay, uint256 validatorPay);
     /// @notice `account` was credited `amount`.
@@ -294,6 +300,9 @@ interface ITaskPool {
         external
         view
         returns (address requester, JobStatus status, uint32 round, bool aggPhase, uint32 pending, uint256 escrow);
+    /// @notice Pipelined rounds: the oldest phase still being paid (`settling`), its units not yet Final, and the
+    ///         job's units opened and not yet Final, Cancelled or Voided. Phases are numbered `Units.phaseOf`.
+    function phaseState(uint256 jobId) external view returns (uint32 settling, uint32 unsettled, uint32 live);
     /// @notice Full unit state (validators, deadlines, seed, dispute).
     function getUnit(uint256 unitId) external view returns (Unit memory);
     /// @notice Number of checkpoint segments of the unit (1 for aggregation units).

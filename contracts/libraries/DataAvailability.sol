@@ -136,7 +136,7 @@ library DataAvailability {
             return;
         }
         Verdicts.penaliseNoShows(s, registry, unitId, u);
-        Units.verify(u, unitId, c.challengeWindow);
+        Units.verify(s, u, unitId, c.challengeWindow);
     }
 
     /// @dev `leaf` is segment `want` of the unit's committed root.
@@ -171,7 +171,8 @@ library DataAvailability {
         uint256 pot = _releasePanel(s, registry, unitId, u, taken);
         pot = _payReporters(s, registry, unitId, u.nValidators, pot);
         s.books.addCredit(j.requester, pot);
-        Units.reopen(s, unitId, u, j);
+        // A requester's claim withholds a Verified unit, on which a later phase may have been built.
+        Units.reopen(s, registry, unitId, u, j, u.status == UnitStatus.Verified);
     }
 
     /// @dev The unanswered reporters share `pot` (bond back, a completed job each); returns the rounding rest.

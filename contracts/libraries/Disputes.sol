@@ -7,6 +7,7 @@ import {ITaskPool} from "../interfaces/ITaskPool.sol";
 import {Outcome, PoolParams, UnitStatus} from "../types/Types.sol";
 import {Books, Job, JobCore, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
+import {Phases} from "./Phases.sol";
 import {Units} from "./Units.sol";
 import {Segments} from "./Segments.sol";
 import {Verdicts} from "./Verdicts.sol";
@@ -101,7 +102,8 @@ library Disputes {
 
     /// @notice Settle the resolver's `outcome` for disputed unit `unitId`: slash the losing side into a pot,
     ///         share `committeeRewardBps` of it among `winners` and credit the rest to the winning side;
-    ///         then pay the unit (solver honest) or reopen it (fraud, no quorum).
+    ///         then pay the unit (solver honest) or reopen it (fraud, no quorum). A unit voided while its dispute
+    ///         was in flight (`Phases`) ends Voided instead: its liars pay as above, nobody is paid from escrow.
     /// @dev A validator answers only for the segment it was drawn for (see `_judge`).
     function settle(
         PoolState storage s,
@@ -113,6 +115,9 @@ library Disputes {
         PoolParams memory c = s.params;
         StoredUnit storage u = Units.unitIn(s, unitId, UnitStatus.Disputed);
         Job storage j = s.jobs[u.jobId];
+        // Only a challenge disputes a Verified unit (a validator's reject disputes a Committed one): whether later
+        // phases may have been built on it. Read before the bond moves clear it.
+        bool passed = u.challenger != address(0);
         uint256 pot;
         address beneficiary;
         if (outcome == Outcome.SolverFraud) {
@@ -130,19 +135,47 @@ library Disputes {
             _returnChallengeBond(s.books, u, c.challengeBond);
         }
         pot = _judge(s, registry, unitId, u, outcome, pot);
-        if (pot != 0) {
-            uint256 share = winners.length == 0 ? 0 : (pot * c.committeeRewardBps) / 10_000 / winners.length;
-            for (uint256 k; k < winners.length; ++k) {
-                s.books.addCredit(winners[k], share);
-            }
-            s.books.addCredit(beneficiary, pot - share * winners.length);
-        }
+        if (pot != 0) _share(s.books, pot, c.committeeRewardBps, winners, beneficiary);
         emit ITaskPool.DisputeSettled(unitId, uint8(outcome), pot);
-        if (outcome == Outcome.SolverHonest) {
-            Units.settle(s, registry, unitId, u, c.validatorBond, c.validatorFee);
+        _close(s, registry, unitId, u, outcome, passed);
+    }
+
+    /// @dev The unit after its dispute: voided (unpaid), paid or verified (honest), or reopened.
+    function _close(
+        PoolState storage s,
+        INodeRegistry registry,
+        uint256 unitId,
+        StoredUnit storage u,
+        Outcome outcome,
+        bool passed
+    ) private {
+        Job storage j = s.jobs[u.jobId];
+        PoolParams storage c = s.params;
+        if (s.voided[unitId]) {
+            delete s.voided[unitId];
+            // Honest: the solver's collateral is still locked, and so are the accepting validators' bonds.
+            Phases.release(s, registry, unitId, u, outcome == Outcome.SolverHonest ? j.p.collateralPerUnit : 0);
+            Phases.end(s, unitId, u, j);
+        } else if (outcome == Outcome.SolverHonest) {
+            Units.honest(s, registry, unitId, u, passed, c.validatorBond, c.validatorFee);
         } else {
-            Units.reopen(s, unitId, u, j);
+            Units.reopen(s, registry, unitId, u, j, passed);
         }
+    }
+
+    /// @dev `rewardBps` of `pot` shared among `winners`, the rest credited to `beneficiary`.
+    function _share(
+        Books storage b,
+        uint256 pot,
+        uint256 rewardBps,
+        address[] calldata winners,
+        address beneficiary
+    ) private {
+        uint256 share = winners.length == 0 ? 0 : (pot * rewardBps) / 10_000 / winners.length;
+        for (uint256 k; k < winners.length; ++k) {
+            b.addCredit(winners[k], share);
+        }
+        b.addCredit(beneficiary, pot - share * winners.length);
     }
 
     /// @dev Each drawn validator answers for its own segment only; returns the pot grown by what it lost.

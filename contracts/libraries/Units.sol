@@ -6,13 +6,15 @@ import {ITaskPool} from "../interfaces/ITaskPool.sol";
 import {Hardware, JobParams, JobStatus, UnitStatus, VERIFY_EXACT} from "../types/Types.sol";
 import {Books, Job, JobCore, Panel, Partial, PoolState, StepTable, StoredUnit, Unit} from "../types/Pool.sol";
 import {Ledger} from "./Ledger.sol";
+import {Phases} from "./Phases.sol";
 import {Scoring} from "./Scoring.sol";
 import {Verdicts} from "./Verdicts.sol";
 
 /// @title Units: the job and unit state machine of TaskPool.
 /// @notice Open -> Assigned -> Committed -> Verified -> Final, with Disputed, reopening and cancelling
 ///         (docs/contracts.md). Jobs create their units phase by phase: a round's training units, then
-///         its aggregation unit when sharded, then the next round.
+///         its aggregation unit when sharded, then the next round; a phase opens once the previous one is
+///         Verified and is paid once every earlier one is Final (`Phases`).
 /// @dev Internal functions are inlined into TaskPool: the per-unit honest path pays no call. External ones
 ///      run once per job (`create`) or off the honest path: deployed once, linked into TaskPool and run by
 ///      DELEGATECALL on its storage (so `msg.sender` is TaskPool's caller and events come from TaskPool).
@@ -97,6 +99,7 @@ library Units {
             collateralPerUnit: p.collateralPerUnit
         });
         j.commitWindow = p.commitWindow;
+        j.unsettled = p.shards; // phase 0: round 0's training units
         if (p.stepsRoot != 0) _storeSteps(s, jobId, p);
         s.books.escrow(j, budget);
     }
@@ -147,17 +150,18 @@ library Units {
         uint256 reserve = uint256(j.p.maxPricePerUnit) + uint256(s.params.validatorsPerUnit) * s.params.validatorFee;
         refund = uint256(j.p.unopened) * reserve;
         j.p.unopened = 0;
+        // Only the newest phase has open units: every earlier one is Verified or beyond.
         uint256 count = j.aggPhase ? 1 : j.p.shards;
         for (uint256 id = j.phaseFirst; id < j.phaseFirst + count; ++id) {
             StoredUnit storage u = s.units[id];
             if (u.status == UnitStatus.Open) {
                 u.status = UnitStatus.Cancelled;
-                --j.pending;
+                --j.live;
                 refund += reserve;
                 emit ITaskPool.UnitCancelled(id);
             }
         }
-        if (j.pending == 0) refund = j.escrow;
+        if (j.live == 0) refund = j.escrow;
         s.books.refund(j, refund);
     }
 
@@ -174,7 +178,7 @@ library Units {
         address solver = u.solver;
         uint256 taken = _penaliseSolver(s, registry, j, solver);
         emit ITaskPool.UnitTimedOut(unitId, solver, taken);
-        reopen(s, unitId, u, j);
+        reopen(s, registry, unitId, u, j, false);
     }
 
     /// @notice The draw of committed unit `unitId` found nobody: the unit waits for validators, undrawn, with
@@ -209,7 +213,7 @@ library Units {
         address solver = u.solver;
         uint256 taken = _penaliseSolver(s, registry, s.jobs[u.jobId], solver);
         emit ITaskPool.SeedExpired(unitId, solver, taken);
-        reopen(s, unitId, u, s.jobs[u.jobId]);
+        reopen(s, registry, unitId, u, s.jobs[u.jobId], false);
     }
 
     /// @dev A solver's liveness fault: unlock its collateral less `livenessPenaltyBps` of it (credited to the job's
@@ -272,27 +276,6 @@ library Units {
         required = Scoring.required(u.openedAt, s.params.claimWindow, block.timestamp);
     }
 
-    /// @dev Open phase (`round`, `agg`) of job `jobId`: its shards' training units or its aggregation unit.
-    function openPhase(PoolState storage s, uint256 jobId, Job storage j, uint32 round, bool agg) internal {
-        uint32 count = agg ? 1 : j.p.shards;
-        j.round = round;
-        j.aggPhase = agg;
-        j.pending = count;
-        j.p.unopened -= count;
-        j.phaseFirst = s.nextUnitId;
-        for (uint32 k; k < count; ++k) {
-            uint256 id = s.nextUnitId++;
-            StoredUnit storage u = s.units[id];
-            uint32 shard = agg ? AGGREGATION : k;
-            u.jobId = uint64(jobId);
-            u.round = round;
-            u.shard = shard;
-            u.status = UnitStatus.Open;
-            u.openedAt = uint64(block.timestamp);
-            emit ITaskPool.UnitOpened(id, jobId, round, shard, agg);
-        }
-    }
-
     /// @dev Open -> Assigned to `solver` at `price`, with `commitWindow` seconds to commit.
     function assign(StoredUnit storage u, uint256 unitId, address solver, uint128 price, uint64 commitWindow) internal {
         u.status = UnitStatus.Assigned;
@@ -322,14 +305,42 @@ library Units {
         emit ITaskPool.UnitCommitted(unitId, checkpointRoot, finalStateHash, manifestCid);
     }
 
-    /// @dev Committed -> Verified; challenges are accepted for `challengeWindow` seconds.
-    function verify(StoredUnit storage u, uint256 unitId, uint64 challengeWindow) internal {
+    /// @dev Committed -> Verified; challenges are accepted for `challengeWindow` seconds. The last unit of its
+    ///      phase to be verified opens the next phase (pipelined rounds).
+    function verify(PoolState storage s, StoredUnit storage u, uint256 unitId, uint64 challengeWindow) internal {
         u.status = UnitStatus.Verified;
         u.deadline = uint64(block.timestamp) + challengeWindow;
         emit ITaskPool.UnitVerified(unitId, u.deadline);
+        // The last unit of its phase: the next phase opens (linked: once per phase).
+        if (--s.jobs[u.jobId].pending == 0) Phases.openNext(s, u.jobId);
     }
 
-    /// @dev -> Final: pay the accepting validators and the solver out of escrow, release their stake.
+    /// @dev Disputed unit `unitId` was judged honest: Final and paid if every earlier phase is, otherwise Verified
+    ///      with its challenge window closed, to be finalized in turn. `passed`: it had been Verified before the
+    ///      dispute (a challenge), rather than rejected by a validator at its verdicts.
+    function honest(
+        PoolState storage s,
+        INodeRegistry registry,
+        uint256 unitId,
+        StoredUnit storage u,
+        bool passed,
+        uint256 bond,
+        uint256 fee
+    ) internal {
+        Job storage j = s.jobs[u.jobId];
+        if (!passed) --j.pending;
+        if (Phases.ofUnit(j, u) == j.settling) {
+            settle(s, registry, unitId, u, bond, fee);
+        } else {
+            u.status = UnitStatus.Verified;
+            u.deadline = uint64(block.timestamp) - 1; // no second challenge: the dispute decided it
+            emit ITaskPool.UnitVerified(unitId, u.deadline);
+        }
+        if (j.pending == 0) Phases.openNext(s, u.jobId); // no-op if `settle` opened it already
+    }
+
+    /// @dev -> Final: pay the accepting validators and the solver out of escrow, release their stake. Only a unit
+    ///      of the oldest phase not yet Final: an earlier phase's unit could still be overturned, voiding this one.
     function settle(
         PoolState storage s,
         INodeRegistry registry,
@@ -339,6 +350,8 @@ library Units {
         uint256 fee
     ) internal {
         Job storage j = s.jobs[u.jobId];
+        // INVARIANT: nobody is paid for work built on results that can still be overturned.
+        if (Phases.ofUnit(j, u) != j.settling) revert ITaskPool.EarlierPhaseUnsettled(unitId, j.settling);
         uint256 vPay = s.panels[unitId].payAccepting(s.books, j, registry, u.nValidators, bond, fee);
         // INVARIANT: the solver is paid its declared price, never more than the job's maximum.
         uint256 pay = u.price;
@@ -346,11 +359,22 @@ library Units {
         registry.unlockCompleted(u.solver, j.p.collateralPerUnit);
         u.status = UnitStatus.Final;
         emit ITaskPool.UnitFinalized(unitId, u.solver, pay, vPay);
-        advance(s, u.jobId, j);
+        --j.live;
+        // The last unit of its phase: the next phase is paid (linked: once per phase). While a phase has units
+        // left, its job has units in flight: nothing to refund here even if cancelled.
+        if (--j.unsettled == 0) Phases.phaseSettled(s, u.jobId);
     }
 
-    /// @dev Back to Open for another solver (or Cancelled when its job was cancelled), validators cleared.
-    function reopen(PoolState storage s, uint256 unitId, StoredUnit storage u, Job storage j) internal {
+    /// @dev Back to Open for another solver (or Cancelled when its job was cancelled), validators cleared. `passed`:
+    ///      the unit had been Verified, so later phases may have been built on it: they are voided.
+    function reopen(
+        PoolState storage s,
+        INodeRegistry registry,
+        uint256 unitId,
+        StoredUnit storage u,
+        Job storage j,
+        bool passed
+    ) internal {
         s.panels[unitId].clear(u.nValidators);
         u.nValidators = 0;
         u.solver = address(0);
@@ -362,34 +386,17 @@ library Units {
         u.checkpointRoot = bytes32(0);
         u.seed = bytes32(0);
         delete s.avail[unitId]; // reports and claims were about the failed attempt
+        if (passed) Phases.overturned(s, registry, u.jobId, Phases.ofUnit(j, u));
         if (j.status == JobStatus.Cancelled) {
             u.status = UnitStatus.Cancelled;
+            --j.live;
             emit ITaskPool.UnitCancelled(unitId);
-            advance(s, u.jobId, j);
+            Phases.refundIfDone(s, j);
             return;
         }
         u.status = UnitStatus.Open;
         u.openedAt = uint64(block.timestamp);
         emit ITaskPool.UnitReopened(unitId);
-    }
-
-    /// @dev One unit of the current phase is done (final or cancelled): open the next phase or end the job.
-    function advance(PoolState storage s, uint256 jobId, Job storage j) internal {
-        if (--j.pending != 0) return;
-        if (j.status == JobStatus.Cancelled) {
-            s.books.refund(j, j.escrow);
-            return;
-        }
-        if (!j.aggPhase && j.p.shards > 1) {
-            openPhase(s, jobId, j, j.round, true);
-        } else if (j.round + 1 < j.p.rounds) {
-            openPhase(s, jobId, j, j.round + 1, false);
-        } else {
-            j.status = JobStatus.Completed;
-            uint256 rest = j.escrow;
-            s.books.refund(j, rest);
-            emit ITaskPool.JobCompleted(jobId, rest);
-        }
     }
 
     /// @dev Unit `unitId` as `ITaskPool.getUnit` returns it.

@@ -41,17 +41,26 @@ struct JobCore {
     uint128 collateralPerUnit;
 }
 
-/// @dev 4 storage slots: (requester,status,round,aggPhase,pending) (p: 2 slots) (commitWindow,phaseFirst,escrow).
+/// @dev 5 storage slots: (requester,status,round,aggPhase,pending) (p: 2 slots) (commitWindow,phaseFirst,escrow)
+///      (settling,unsettled,live). A job's phases are its rounds' training units and, when sharded, each round's
+///      aggregation unit, numbered in order (`Units.phaseOf`). The newest opened phase is (round, aggPhase);
+///      the next one opens once all its units are Verified (pipelined rounds), while payment goes phase by
+///      phase from `settling` (docs/contracts.md, "Pipelined rounds"). 138 bytes need 5 slots however ordered;
+///      this order keeps what the honest path writes together (slot 0 at verify, slot 4 at finalize).
+// solhint-disable-next-line gas-struct-packing
 struct Job {
     address requester;
     JobStatus status;
-    uint32 round;
-    bool aggPhase;
-    uint32 pending; // units of the current phase not yet final
+    uint32 round; // of the newest opened phase
+    bool aggPhase; // the newest opened phase is its round's aggregation
+    uint32 pending; // units of the newest opened phase not yet Verified
     JobCore p;
     uint64 commitWindow;
-    uint64 phaseFirst;
+    uint64 phaseFirst; // first unit id of the newest opened phase
     uint128 escrow;
+    uint32 settling; // the oldest phase with a unit not yet Final: only its units may be finalized
+    uint32 unsettled; // units of phase `settling` not yet Final
+    uint32 live; // units opened and not yet Final, Cancelled or Voided (a cancelled job refunds when none is)
 }
 
 /// @dev Storage form of a unit (`getUnit` rebuilds `Unit`). An honest lifecycle touches 5 slots:
@@ -151,4 +160,9 @@ struct PoolState {
     mapping(uint256 => Availability) avail;
     /// @dev Repro jobs with a step table only (`StepTable`).
     mapping(uint256 => StepTable) steps;
+    /// @dev jobId -> phase -> id of its first unit (the phase's latest opening: a voided phase opens anew).
+    mapping(uint256 => mapping(uint256 => uint256)) phaseStart;
+    /// @dev Units voided while a dispute over them was in flight: the dispute settles its liars as usual, then
+    ///      the unit ends Voided instead of being paid or reopened.
+    mapping(uint256 => bool) voided;
 }

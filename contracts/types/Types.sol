@@ -50,7 +50,8 @@ enum UnitStatus {
     Verified,
     Disputed,
     Final,
-    Cancelled
+    Cancelled,
+    Voided
 }
 
 /// @notice Outcome reported by a dispute resolver.

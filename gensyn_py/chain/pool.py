@@ -22,6 +22,7 @@ from gensyn_py.types import (
     ClaimScore,
     JobParams,
     JobState,
+    PhaseState,
     PoolParams,
     SegmentLeaf,
     Unit,
@@ -170,6 +171,9 @@ class TaskPool(BoundContract):
     def job_state(self, job_id: int, *, block: Block = "latest") -> JobState:
         """An unknown id reads as status `NONE`."""
         return JobState.from_abi(self.call("jobState", job_id, block=block))
+
+    def phase_state(self, job_id: int, *, block: Block = "latest") -> PhaseState:
+        return PhaseState.from_abi(self.call("phaseState", job_id, block=block))
 
     def claim_score(self, node: str, unit_id: int, *, block: Block = "latest") -> ClaimScore:
         return ClaimScore.from_abi(self.call("claimScore", node, unit_id, block=block))

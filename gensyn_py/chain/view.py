@@ -103,8 +103,9 @@ class ChainView:
                      for a in (e["args"] for e in logs))
 
     def round_units(self, job_id: int, round_: int) -> tuple[list[Unit], Unit | None]:
-        """A round's training units in shard order, and its aggregation unit if opened."""
-        units = [u for u in self.units(job_id) if u.round == round_]
+        """A round's training units in shard order, and its aggregation unit if opened. Voided units are left out:
+        their phase opened anew (pipelined rounds), and the new units are the round's."""
+        units = [u for u in self.units(job_id) if u.round == round_ and u.status is not UnitStatus.VOIDED]
         training = sorted((u for u in units if not u.is_aggregation), key=lambda u: u.shard)
         agg = next((u for u in units if u.is_aggregation), None)
         return training, agg

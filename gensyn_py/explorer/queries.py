@@ -27,7 +27,7 @@ STATE_AFTER = {
     "UnitOpened": "Open", "UnitClaimed": "Claimed", "UnitTimedOut": "Open", "UnitPartialCommitted": "Claimed",
     "UnitCommitted": "Committed", "SeedExpired": "Open", "ValidatorsDrawn": "Drawn", "UnitVerified": "Verified",
     "UnitDisputed": "Disputed", "DataWithheld": "Open", "UnitReopened": "Open", "UnitCancelled": "Cancelled",
-    "UnitFinalized": "Final",
+    "UnitFinalized": "Final", "UnitVoided": "Voided",
 }
 IN_FLIGHT = frozenset({"Claimed", "Committed", "Drawn", "Verified", "Disputed"})
 TOKEN = 10**18

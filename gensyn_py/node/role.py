@@ -46,6 +46,7 @@ CLAIM_SUSPENDED = 2**64 - 1
 BENIGN_REVERTS = frozenset({
     "BadUnitStatus", "AlreadyDrawn", "DeadlineNotReached", "RandomnessNotReady", "RevealNotOpen",
     "VotingOpen", "DisputeClosed", "NoCredit", "NotDrawn",
+    "EarlierPhaseUnsettled",  # a finalize waits for the earlier phases to be paid (pipelined rounds)
 })
 
 

@@ -67,8 +67,16 @@ CLAIM_MISSES = frozenset({"BadUnitStatus", "ScoreTooLow", "HardwareMismatch", "P
                           "InsufficientFreeStake", "NodeJailed"})
 
 
+# A unit in one of these states is no longer ours to work on.
+ENDED = (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN, UnitStatus.VOIDED)
+
+
 class Interrupted(TrainingError):
     """Training stopped because the daemon is shutting down; the record allows a resume."""
+
+
+class Voided(TrainingError):
+    """Training stopped because the unit was voided: a unit of an earlier phase it starts from was overturned."""
 
 
 class SolverDaemon(NodeDaemon):
@@ -122,7 +130,7 @@ class SolverDaemon(NodeDaemon):
         # Other solvers' units are kept moving until final: a solver that vanished after committing
         # leaves nobody else to draw its validators or finalize; a timed-out unit comes back open.
         for unit in self.units(i for i, _ in self.followed("watch")):
-            if unit.status in (UnitStatus.OPEN, UnitStatus.FINAL, UnitStatus.CANCELLED):
+            if unit.status in (UnitStatus.OPEN, UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.VOIDED):
                 self.unfollow("watch", unit.unit_id)
                 if unit.status is UnitStatus.OPEN:
                     self.follow("open", unit.unit_id)
@@ -132,10 +140,13 @@ class SolverDaemon(NodeDaemon):
         self.claim_credit()
 
     def _advance_mine(self, unit: Unit) -> None:
-        if unit.solver != self.address or unit.status in (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN):
+        if unit.solver != self.address or unit.status in ENDED:
             if unit.status is UnitStatus.FINAL and unit.solver == self.address:
                 self.metrics.unit_done()
                 self.log.info("unit.final", unit=unit.unit_id, job=unit.job_id)
+            elif unit.status is UnitStatus.VOIDED:
+                self.log.warning("unit.voided", unit=unit.unit_id, job=unit.job_id,
+                                 reason="a unit it was built on was overturned; collateral released")
             self.unfollow("mine", unit.unit_id)
         elif unit.status is UnitStatus.ASSIGNED:
             self._solve(unit)
@@ -307,6 +318,11 @@ class SolverDaemon(NodeDaemon):
         bar = self._unit_bar = self._bar(unit)
         try:
             commitment = self._work(unit, epoch)
+        except Voided as e:
+            bar.failed("voided")
+            self.state.mark_done(key, detail="voided")
+            self.log.warning("unit.voided", unit=unit.unit_id, job=unit.job_id, reason=str(e))
+            return
         except BaseException as e:
             bar.failed(f"stopped: {type(e).__name__}")
             raise
@@ -391,6 +407,9 @@ class SolverDaemon(NodeDaemon):
                 bar.step(step, len(record.cids))  # the checkpoint writer appends each CID once stored
             if step % log_every == 0 or step == total:
                 self.log.info("unit.progress", unit=unit.unit_id, step=step, steps=total, loss=round(loss, 5))
+                # Pipelined rounds: the unit we train from may be overturned meanwhile, voiding ours.
+                if step < total and self.view.unit(unit.unit_id).status is UnitStatus.VOIDED:
+                    raise Voided(f"unit {unit.unit_id} was voided at step {step}: an earlier phase was overturned")
 
         self.log.info("unit.training", unit=unit.unit_id, job=unit.job_id, round=unit.round, shard=unit.shard,
                       steps=total, from_step=trainer.step, device=str(trainer.device))

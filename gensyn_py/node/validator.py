@@ -54,7 +54,7 @@ from gensyn_py.types import (
 if TYPE_CHECKING:
     from gensyn_py.chain.events import EventRecord
 
-DONE_STATES = (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN, UnitStatus.ASSIGNED)
+DONE_STATES = (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN, UnitStatus.ASSIGNED, UnitStatus.VOIDED)
 
 
 def verdict_hash(unit_id: int, validator: str, accept: bool, transcript: bytes, salt: bytes) -> bytes:

@@ -33,7 +33,7 @@ DONE = (JobStatus.COMPLETED, JobStatus.CANCELLED)
 STATUS_STYLE = {
     UnitStatus.OPEN: "cyan", UnitStatus.ASSIGNED: "blue", UnitStatus.COMMITTED: "magenta",
     UnitStatus.VERIFIED: "yellow", UnitStatus.DISPUTED: "bold red", UnitStatus.FINAL: "green",
-    UnitStatus.CANCELLED: "dim",
+    UnitStatus.CANCELLED: "dim", UnitStatus.VOIDED: "dim red",
 }
 JOB_STYLE = {JobStatus.ACTIVE: "cyan", JobStatus.COMPLETED: "bold green", JobStatus.CANCELLED: "yellow"}
 
@@ -77,6 +77,8 @@ def describe_event(e: EventRecord) -> str:
             return f"{unit} reopened for another solver"
         case "UnitCancelled":
             return f"{unit} cancelled"
+        case "UnitVoided":
+            return f"{unit} voided: a unit it was built on was overturned; its phase reopens"
         case "UnitFinalized":
             return f"{unit} final; solver paid {format_tokens(int(a['solverPay']))}"
         case "JobCompleted":

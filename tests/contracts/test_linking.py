@@ -1,4 +1,5 @@
-"""Library linking: TaskPool's cold paths live in linked libraries (`Units`, `Disputes`), whose addresses
+"""Library linking: TaskPool's cold paths live in linked libraries (`Units`, `Disputes`, `DataAvailability`,
+`Phases`, which the other three link too), whose addresses
 `gensyn_py.devnet.linking` writes into TaskPool's bytecode where solc's linkReferences say."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from gensyn_py.devnet.linking import PLACEHOLDER, deploy_order, libraries_of, li
 from gensyn_py.errors import ConfigError
 from tests.contracts.helpers import Protocol
 
-UNITS, DISPUTES, AVAIL = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "33" * 20
+UNITS, DISPUTES, AVAIL, PHASES = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "33" * 20, "0x" + "44" * 20
 # TaskPool's runtime code must leave room under EIP-170's 24,576 bytes for the features still to come. Raised from
 # 18,000 for issue 11's entry points (sealed challenges, data-availability reports and answers, partial commits),
 # each a thin call into a linked library; 3.5 kB stay free for the dispute game.
@@ -24,17 +25,21 @@ def _spots(artifact: dict[str, Any]) -> int:
 
 def test_taskpool_is_compiled_with_placeholders_for_its_libraries(artifacts: dict[str, dict[str, Any]]) -> None:
     pool = artifacts["TaskPool"]
-    assert libraries_of(pool) == ["DataAvailability", "Disputes", "Units"]
+    assert libraries_of(pool) == ["DataAvailability", "Disputes", "Phases", "Units"]
+    for lib in ("Units", "Disputes", "DataAvailability"):
+        assert libraries_of(artifacts[lib]) == ["Phases"]
+    assert deploy_order(artifacts, "TaskPool")[0] == "Phases"
     assert len(PLACEHOLDER.findall(pool["bytecode"])) == _spots(pool) > 0
     assert libraries_of(artifacts["NodeRegistry"]) == []
 
 
 def test_link_writes_each_address_at_each_placeholder(artifacts: dict[str, dict[str, Any]]) -> None:
     pool = artifacts["TaskPool"]
-    linked = link(pool, {"Units": UNITS, "Disputes": DISPUTES, "DataAvailability": AVAIL})
+    linked = link(pool, {"Units": UNITS, "Disputes": DISPUTES, "DataAvailability": AVAIL, "Phases": PHASES})
     assert len(linked) == len(pool["bytecode"])
     assert not PLACEHOLDER.search(linked)
-    assert linked.count(UNITS[2:]) + linked.count(DISPUTES[2:]) + linked.count(AVAIL[2:]) == _spots(pool)
+    found = sum(linked.count(a[2:]) for a in (UNITS, DISPUTES, AVAIL, PHASES))
+    assert found == _spots(pool)
     # fully qualified names work too
     by_path = {f"{src}:{lib}": UNITS for src, libs in pool["linkReferences"].items() for lib in libs}
     assert not PLACEHOLDER.search(link(pool, by_path))
@@ -43,9 +48,9 @@ def test_link_writes_each_address_at_each_placeholder(artifacts: dict[str, dict[
 def test_link_refuses_a_missing_or_malformed_address(artifacts: dict[str, dict[str, Any]]) -> None:
     pool = artifacts["TaskPool"]
     with pytest.raises(ConfigError, match="Disputes"):
-        link(pool, {"Units": UNITS, "DataAvailability": AVAIL})
+        link(pool, {"Units": UNITS, "DataAvailability": AVAIL, "Phases": PHASES})
     with pytest.raises(ConfigError, match="not an address"):
-        link(pool, {"Units": UNITS, "Disputes": "0x1234", "DataAvailability": AVAIL})
+        link(pool, {"Units": UNITS, "Disputes": "0x1234", "DataAvailability": AVAIL, "Phases": PHASES})
 
 
 def test_link_refuses_references_that_miss_the_placeholders() -> None:
@@ -76,7 +81,7 @@ def test_deploy_order_puts_a_library_after_the_libraries_it_links() -> None:
 
 def test_deployed_pool_runs_the_deployed_libraries_within_its_size_budget(proto: Protocol) -> None:
     libraries = proto.info["libraries"]
-    assert set(libraries) == {"Units", "Disputes", "DataAvailability"}
+    assert set(libraries) == {"Units", "Disputes", "DataAvailability", "Phases"}
     code = bytes(proto.w3.eth.get_code(proto.pool.address)).hex()
     for address in libraries.values():
         assert len(proto.w3.eth.get_code(address)) > 0

@@ -176,7 +176,7 @@ def test_fresh_clone_sets_up_and_compiles(compiled: Compiled) -> None:
     assert "Project has been compiled" in compiled.compile_out
     assert f"brownie network {NETWORK}: added to http://127.0.0.1:8545 (chain 31337)" in compiled.setup_out
     for name in ("GensynToken", "NodeRegistry", "TaskPool", "DisputeCommittee", "Units", "Disputes",
-                 "DataAvailability"):
+                 "DataAvailability", "Phases"):
         assert project.artifact(name)["deployedBytecode"], name
     assert not (project.home / ".solcx").exists(), "the compiler comes from .venv-brownie/solcx, not ~/.solcx"
 

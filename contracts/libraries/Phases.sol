@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
+import {ITaskPool} from "../interfaces/ITaskPool.sol";
+import {JobStatus, UnitStatus} from "../types/Types.sol";
+import {Books, Job, JobCore, Panel, PoolState, StoredUnit} from "../types/Pool.sol";
+import {Ledger} from "./Ledger.sol";
+import {Verdicts} from "./Verdicts.sol";
+
+/// @title Phases: pipelined rounds. A job's phases open when the previous one is Verified, are paid in order,
+///        and are voided when a unit they were built on is overturned (docs/contracts.md, "Pipelined rounds").
+/// @notice A job's phases, in order: round 0's training units, round 0's aggregation unit (sharded jobs only),
+///         round 1's training units, ... Phase k+1 is computed from phase k's committed results, so it may start
+///         as soon as every unit of phase k is Verified: the challenge window of phase k then runs while phase
+///         k+1 trains, instead of before it. In exchange:
+///         - a unit is paid only once every earlier phase is Final (`settling`), so nobody is paid for work whose
+///           inputs can still be overturned;
+///         - when a unit that had been Verified is overturned (proven fraud, no quorum, withheld data), every
+///           later phase is voided: its solvers and validators are released unpaid and unpenalised, their units'
+///           reserve returns to the job, and the phase opens anew once the overturned unit is Verified again.
+/// @dev At most `MAX_AHEAD` phases run ahead of the one being paid, so voiding touches at most
+///      MAX_AHEAD * MAX_SHARDS units (bounded gas) and a requester's budget is never exposed to a long chain.
+///      The phase boundaries (`openFirst`, `openNext`, `phaseSettled`) and voiding (`overturned`) are external:
+///      deployed once, linked and run by DELEGATECALL, once per phase rather than per unit, so TaskPool's code
+///      stays small. The small helpers are internal, inlined where used.
+library Phases {
+    using Ledger for Books;
+    using Verdicts for Panel;
+
+    /// @dev `shard` of an aggregation unit (as `Units.AGGREGATION`).
+    uint32 internal constant AGGREGATION = type(uint32).max;
+    /// @dev How many phases may be open beyond the oldest one not yet Final. Two lets round r+1 train while round r's
+    ///      training and aggregation units are both in their challenge windows.
+    uint32 internal constant MAX_AHEAD = 2;
+
+    /// @dev Phase number of (round, aggregation?) in a job of `shards` shards.
+    function phaseOf(uint32 shards, uint32 round, bool agg) internal pure returns (uint32) {
+        return shards > 1 ? 2 * round + (agg ? 1 : 0) : round;
+    }
+
+    /// @dev Phase number of unit `u` of job `j`.
+    function ofUnit(Job storage j, StoredUnit storage u) internal view returns (uint32) {
+        return phaseOf(j.p.shards, u.round, u.shard == AGGREGATION);
+    }
+
+    /// @dev Number of phases of the job.
+    function count(JobCore storage p) internal view returns (uint32) {
+        return p.shards > 1 ? 2 * p.rounds : p.rounds;
+    }
+
+    /// @dev Units of phase `phase`: one aggregation unit, or a training unit per shard.
+    function unitsIn(JobCore storage p, uint32 phase) internal view returns (uint32) {
+        return p.shards > 1 && phase % 2 == 1 ? 1 : p.shards;
+    }
+
+    /// @notice Open job `jobId`'s first phase (at submission).
+    function openFirst(PoolState storage s, uint256 jobId) external {
+        _open(s, jobId, s.jobs[jobId], 0);
+    }
+
+    /// @notice Every unit of job `jobId`'s newest phase is Verified (or beyond): open the next phase, if the job is
+    ///         active, has one, and would not run more than `MAX_AHEAD` phases ahead of the one being paid.
+    /// @dev Idempotent: once the next phase is open, `pending` counts its units.
+    function openNext(PoolState storage s, uint256 jobId) external {
+        _openNext(s, jobId, s.jobs[jobId]);
+    }
+
+    /// @notice The last unit of job `jobId`'s phase `settling` became Final: the next phase is the one paid, and the
+    ///         job completes after its last phase (the rest of its escrow back to the requester).
+    function phaseSettled(PoolState storage s, uint256 jobId) external {
+        Job storage j = s.jobs[jobId];
+        uint32 next = ++j.settling;
+        if (next == count(j.p)) {
+            if (j.status == JobStatus.Active) {
+                j.status = JobStatus.Completed;
+                uint256 rest = j.escrow;
+                s.books.refund(j, rest);
+                emit ITaskPool.JobCompleted(jobId, rest);
+            }
+        } else {
+            j.unsettled = unitsIn(j.p, next);
+            _openNext(s, jobId, j); // it may have waited for this one, `MAX_AHEAD` phases back
+        }
+        refundIfDone(s, j);
+    }
+
+    function _openNext(PoolState storage s, uint256 jobId, Job storage j) private {
+        if (j.pending != 0 || j.status != JobStatus.Active) return;
+        uint32 next = phaseOf(j.p.shards, j.round, j.aggPhase) + 1;
+        if (next >= count(j.p) || next - j.settling > MAX_AHEAD) return;
+        _open(s, jobId, j, next);
+    }
+
+    /// @dev Open phase `phase` of job `jobId`: its shards' training units or its round's aggregation unit.
+    function _open(PoolState storage s, uint256 jobId, Job storage j, uint32 phase) private {
+        uint32 shards = j.p.shards;
+        bool agg = shards > 1 && phase % 2 == 1;
+        uint32 round = shards > 1 ? phase / 2 : phase;
+        uint32 n = agg ? 1 : shards;
+        j.round = round;
+        j.aggPhase = agg;
+        j.pending = n;
+        j.live += n;
+        j.p.unopened -= n;
+        uint256 first = s.nextUnitId;
+        j.phaseFirst = uint64(first);
+        s.phaseStart[jobId][phase] = first;
+        for (uint32 k; k < n; ++k) {
+            uint256 id = s.nextUnitId++;
+            StoredUnit storage u = s.units[id];
+            uint32 shard = agg ? AGGREGATION : k;
+            u.jobId = uint64(jobId);
+            u.round = round;
+            u.shard = shard;
+            u.status = UnitStatus.Open;
+            u.openedAt = uint64(block.timestamp);
+            emit ITaskPool.UnitOpened(id, jobId, round, shard, agg);
+        }
+    }
+
+    /// @dev A cancelled job's escrow goes back to the requester once none of its units is in flight.
+    function refundIfDone(PoolState storage s, Job storage j) internal {
+        if (j.status == JobStatus.Cancelled && j.live == 0 && j.escrow != 0) s.books.refund(j, j.escrow);
+    }
+
+    /// @notice A unit of job `jobId`'s phase `phase` that had been Verified is reopened: every later phase was
+    ///         built on its overturned result and is voided; `phase` is the newest phase again, waiting for it.
+    function overturned(PoolState storage s, INodeRegistry registry, uint256 jobId, uint32 phase) external {
+        Job storage j = s.jobs[jobId];
+        uint32 newest = phaseOf(j.p.shards, j.round, j.aggPhase);
+        if (phase == newest) {
+            ++j.pending;
+            return;
+        }
+        for (uint32 q = newest; q > phase; --q) {
+            _voidPhase(s, registry, jobId, j, q);
+        }
+        j.round = j.p.shards > 1 ? phase / 2 : phase;
+        j.aggPhase = j.p.shards > 1 && phase % 2 == 1;
+        j.phaseFirst = uint64(s.phaseStart[jobId][phase]);
+        // Every other unit of `phase` is Verified or beyond: a later phase had opened.
+        j.pending = 1;
+    }
+
+    /// @dev Void every unit of phase `q` (none is Final: only phase `settling` and earlier are paid). Their reserve
+    ///      returns to the job's unopened units; the phase opens anew later.
+    function _voidPhase(PoolState storage s, INodeRegistry registry, uint256 jobId, Job storage j, uint32 q) private {
+        uint256 first = s.phaseStart[jobId][q];
+        uint32 n = unitsIn(j.p, q);
+        for (uint256 id = first; id < first + n; ++id) {
+            StoredUnit storage u = s.units[id];
+            UnitStatus st = u.status;
+            if (st == UnitStatus.Cancelled || st == UnitStatus.Voided) continue;
+            if (st == UnitStatus.Disputed) {
+                // Its resolver still decides who lied (`Disputes.settle`); the unit ends Voided then, unpaid.
+                s.voided[id] = true;
+                continue;
+            }
+            if (st != UnitStatus.Open) release(s, registry, id, u, j.p.collateralPerUnit);
+            end(s, id, u, j);
+        }
+        if (j.status == JobStatus.Active) j.p.unopened += n;
+    }
+
+    /// @dev Unit `unitId` -> Voided, out of its job's units in flight.
+    function end(PoolState storage s, uint256 unitId, StoredUnit storage u, Job storage j) internal {
+        u.status = UnitStatus.Voided;
+        --j.live;
+        emit ITaskPool.UnitVoided(unitId);
+        refundIfDone(s, j);
+    }
+
+    /// @dev Release a voided unit's solver (`collateral`, 0 when already slashed or released) and every validator
+    ///      bond still locked on it, unpaid and unpenalised: they worked on inputs that turned out to be a fraud.
+    function release(
+        PoolState storage s,
+        INodeRegistry registry,
+        uint256 unitId,
+        StoredUnit storage u,
+        uint256 collateral
+    ) internal {
+        if (collateral != 0) registry.unlock(u.solver, collateral);
+        Panel storage v = s.panels[unitId];
+        uint256 bond = s.params.validatorBond;
+        uint256 n = u.nValidators;
+        for (uint256 i; i < n; ++i) {
+            (address who, uint8 st) = v.at(i);
+            if (st != Verdicts.SKIPPED) registry.unlock(who, bond);
+        }
+        v.clear(n);
+        u.nValidators = 0;
+        delete s.avail[unitId];
+    }
+}

@@ -1,0 +1,258 @@
+"""Pipelined rounds (issue 15): a phase opens once the previous one is Verified, units are paid phase by phase,
+and overturning a unit voids the work built on it, so nobody is paid for work built on a fraud.
+
+A job's phases: round 0's training units, round 0's aggregation unit, round 1's training units, ... Each play
+runs on a pool whose challenge window (1 hour) outlasts a claim, so a later phase trains while an earlier one
+can still be challenged; every step checks the pool's token conservation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+from eth_utils import keccak
+
+from tests.contracts.flows import challenge, claim_and_commit, commit_verdicts, committee_votes, reveal
+from tests.contracts.helpers import DISPUTED, E18, FINAL, OPEN, SOLVER, VERIFIED, Protocol, Work
+from tests.contracts.test_registry import expect
+
+VOIDED = 8
+PRICE = COLLATERAL = 100 * E18  # a solver's 1,000 staked holds ten units at once
+JOB = {"maxPricePerUnit": PRICE, "collateralPerUnit": COLLATERAL}
+
+
+@pytest.fixture(scope="module")
+def pipe_base(w3: Any, accounts: Any, artifacts: Any) -> Protocol:
+    p = Protocol(w3, accounts, artifacts, {"challengeWindow": 3600, "unbondingDelay": 10_000})
+    p.standard_cast()
+    return p
+
+
+@pytest.fixture
+def pipe(pipe_base: Protocol) -> Iterator[Protocol]:
+    snap = pipe_base.w3.provider.make_request("evm_snapshot", [])  # type: ignore[arg-type]
+    yield pipe_base
+    pipe_base.w3.provider.make_request("evm_revert", [snap["result"]])  # type: ignore[arg-type]
+
+
+def _solver(p: Protocol) -> LocalAccount:
+    """A fresh, funded, staked solver."""
+    acct: LocalAccount = Account.create()
+    d = p.deployer
+    tx = {"to": acct.address, "value": 10**19, "gas": 21000, "gasPrice": p.w3.eth.gas_price,
+          "nonce": p.w3.eth.get_transaction_count(d.address), "chainId": p.w3.eth.chain_id}
+    p.w3.eth.wait_for_transaction_receipt(p.w3.eth.send_raw_transaction(d.sign_transaction(tx).raw_transaction))
+    p.node(acct, SOLVER)
+    return acct
+
+
+def _verified(p: Protocol, unit_id: int, solver: LocalAccount, work: Work, said: Work | None = None) -> None:
+    """Claim, commit `work` and have every drawn validator accept it (with `said`'s transcripts: colluders
+    accepting a fake know its fake preimages)."""
+    claim_and_commit(p, unit_id, solver, work)
+    said = said or work
+    validators = p.unit(unit_id)["validators"]
+    truth = {v: (True, said.segments[p.segment_of(unit_id, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, unit_id, truth)
+    for v, (acc, th) in truth.items():
+        reveal(p, unit_id, v, acc, th, work)
+    assert p.unit(unit_id)["status"] == VERIFIED
+
+
+def _finalize(p: Protocol, *unit_ids: int) -> None:
+    for u in unit_ids:
+        wait = p.unit(u)["deadline"] - p.now() + 1
+        if wait > 0:
+            p.advance(wait)
+        p.tx(p.accounts[9], p.pool.functions.finalize(u))
+        p.check_conservation()
+        assert p.unit(u)["status"] == FINAL
+
+
+def _phase_state(p: Protocol, job: int) -> tuple[int, int, int]:
+    return tuple(p.pool.functions.phaseState(job).call())  # type: ignore[return-value]
+
+
+def _bonded(p: Protocol, who: list[str]) -> dict[str, int]:
+    return {a: p.registry.functions.bondedOf(a).call() for a in who}
+
+
+def test_the_next_phase_opens_on_verified_and_units_are_paid_phase_by_phase(pipe: Protocol) -> None:
+    p = pipe
+    solver = p.accounts[2]
+    everyone = [a.address for a in p.accounts[2:9]]
+    before = _bonded(p, everyone)
+    job = p.submit(p.accounts[1], rounds=2, shards=2, **JOB)
+    work, agg = Work.honest(4), Work.honest(1, b"agg")
+    _verified(p, 1, solver, work)
+    assert p.pool.functions.nextUnitId().call() == 3  # one unit of the phase is still unverified
+    _verified(p, 2, solver, work)
+    # Round 0's training units are Verified, not Final: its aggregation opens now, inside their window.
+    u3 = p.unit(3)
+    assert u3["status"] == OPEN and u3["shard"] == 2**32 - 1
+    assert p.unit(1)["status"] == VERIFIED and p.now() <= p.unit(1)["deadline"]
+    _verified(p, 3, solver, agg)
+    assert p.unit(4)["round"] == 1 and p.unit(5)["round"] == 1  # round 1 trains two phases ahead
+    _verified(p, 4, solver, work)
+    _verified(p, 5, solver, work)
+    # Three phases ahead of the one being paid: round 1's aggregation waits.
+    assert p.pool.functions.nextUnitId().call() == 6
+    assert _phase_state(p, job) == (0, 2, 5)
+    # Nobody is paid for work whose inputs can still be overturned, even once its own window closed.
+    p.advance(3601)
+    err = expect(p, "EarlierPhaseUnsettled", p.accounts[9], p.pool.functions.finalize(3))
+    assert err.error_args == {"unitId": 3, "settling": 0}
+    _finalize(p, 1, 2)
+    assert _phase_state(p, job) == (1, 1, 4)
+    assert p.unit(6)["status"] == OPEN  # paying round 0's training let round 1's aggregation open
+    _finalize(p, 3, 4, 5)
+    _verified(p, 6, solver, agg)
+    _finalize(p, 6)
+    assert p.pool.functions.jobState(job).call()[1] == 2  # Completed
+    assert p.pool.functions.totalEscrow().call() == 0
+    assert _phase_state(p, job) == (4, 0, 0)
+    assert _bonded(p, everyone) == before  # honest path: nobody slashed
+    assert all(p.registry.functions.lockedOf(a).call() == 0 for a in everyone)
+    assert p.pool.functions.credit(solver.address).call() == 6 * PRICE
+
+
+def _overturn(p: Protocol, did: int) -> None:
+    """The committee draws and votes unit fraud on dispute `did`, and resolves it."""
+    p.mine(2)
+    p.tx(p.accounts[9], p.committee.functions.drawCommittee(did))
+    members = p.committee.functions.membersOf(did).call()
+    committee_votes(p, did, dict.fromkeys(members, False))
+    p.tx(p.accounts[9], p.committee.functions.resolve(did))
+    p.check_conservation()
+
+
+def _fraud_then_aggregate(p: Protocol) -> tuple[int, LocalAccount, LocalAccount, Work, Work, Work]:
+    """Solver 2 fakes unit 1 and its validators collude to accept it; an honest solver trains unit 2 and
+    aggregates the round (unit 3) on top of the fake while unit 1 is in its challenge window."""
+    cheat, honest = p.accounts[2], _solver(p)
+    job = p.submit(p.accounts[1], shards=2, **JOB)
+    work, agg = Work.honest(4), Work.honest(1, b"agg")
+    fake = Work([(s, e, keccak(b"fake" + t)) for s, e, t in work.segments])
+    _verified(p, 1, cheat, fake)
+    _verified(p, 2, honest, work)
+    _verified(p, 3, honest, agg)
+    return job, cheat, honest, work, agg, fake
+
+
+def test_an_overturned_unit_voids_the_work_built_on_it_and_nobody_is_paid_for_it(pipe: Protocol) -> None:
+    p = pipe
+    job, cheat, honest, work, agg, _ = _fraud_then_aggregate(p)
+    agg_validators = p.unit(3)["validators"]
+    colluders = p.unit(1)["validators"]
+    innocent = [v for v in agg_validators if v not in colluders]
+    stake = _bonded(p, [honest.address, *innocent])
+    locked = {a: p.registry.functions.lockedOf(a).call() for a in [honest.address, *agg_validators]}
+    challenge(p, p.accounts[8], 1, p.segment_of(1, 0))
+    _overturn(p, p.unit(1)["disputeId"])
+    # The fake is redone; the aggregation built on it is voided: released unpaid, unpenalised.
+    assert p.unit(1)["status"] == OPEN
+    assert p.unit(3)["status"] == VOIDED
+    assert p.registry.functions.lockedOf(honest.address).call() == locked[honest.address] - COLLATERAL
+    for v in agg_validators:  # unit 3's bond released (and unit 1's, judged, for a colluder)
+        bonds = 2 if v in colluders else 1
+        assert p.registry.functions.lockedOf(v).call() == locked[v] - bonds * p.params["validatorBond"]
+    assert _bonded(p, [honest.address, *innocent]) == stake
+    assert p.pool.functions.credit(honest.address).call() == 0  # not paid for unit 3 (unit 2 not yet final)
+    assert p.registry.functions.bondedOf(cheat.address).call() == 1000 * E18 - COLLATERAL  # the cheat paid
+    assert _phase_state(p, job) == (0, 2, 2)  # units 1 and 2 in flight; the voided unit 3 is out
+    # Too late for the voided unit: nothing is built or paid on it any more.
+    expect(p, "BadUnitStatus", honest, p.pool.functions.finalize(3))
+    # The honest solver redoes unit 1; the round's aggregation opens anew and the job completes.
+    _verified(p, 1, honest, work)
+    assert p.unit(4)["shard"] == 2**32 - 1 and p.unit(4)["status"] == OPEN
+    _verified(p, 4, honest, agg)
+    _finalize(p, 1, 2, 4)
+    assert p.pool.functions.jobState(job).call()[1] == 2
+    assert p.pool.functions.totalEscrow().call() == 0
+    assert p.registry.functions.lockedOf(honest.address).call() == 0
+    assert _bonded(p, [honest.address, *innocent]) == stake
+    assert p.pool.functions.credit(honest.address).call() == 3 * PRICE  # units 1, 2 and 4; nothing for unit 3
+
+
+def test_a_dispute_in_flight_on_voided_work_still_settles_its_liars_and_pays_no_escrow(pipe: Protocol) -> None:
+    p = pipe
+    job, _, honest, work, agg, _ = _fraud_then_aggregate(p)
+    challenger = p.accounts[8]
+    # A challenger wrongly disputes the honest aggregation; then the fake unit 1 under it is overturned.
+    challenge(p, challenger, 3, 0, salt=b"\x09" * 32)
+    assert p.unit(3)["status"] == DISPUTED
+    challenge(p, challenger, 1, p.segment_of(1, 0))
+    _overturn(p, p.unit(1)["disputeId"])
+    assert p.unit(3)["status"] == DISPUTED  # its own dispute still decides who lied
+    credit = p.pool.functions.credit(honest.address).call()
+    locked = p.registry.functions.lockedOf(honest.address).call()
+    did = p.unit(3)["disputeId"]
+    p.mine(2)
+    p.tx(p.accounts[9], p.committee.functions.drawCommittee(did))
+    committee_votes(p, did, dict.fromkeys(p.committee.functions.membersOf(did).call(), True))
+    p.tx(p.accounts[9], p.committee.functions.resolve(did))
+    p.check_conservation()
+    assert p.unit(3)["status"] == VOIDED
+    # The wrong challenge cost the challenger its bond, which went to the solver; escrow paid it nothing.
+    won = p.pool.functions.credit(honest.address).call() - credit
+    assert 0 < won < p.params["challengeBond"]
+    assert p.registry.functions.lockedOf(honest.address).call() == locked - COLLATERAL
+    _verified(p, 1, honest, work)
+    _verified(p, 4, honest, agg)
+    _finalize(p, 1, 2, 4)
+    assert p.pool.functions.jobState(job).call()[1] == 2
+    assert p.pool.functions.totalEscrow().call() == 0
+    assert p.pool.functions.totalBonds().call() == 0
+    assert p.registry.functions.lockedOf(honest.address).call() == 0
+
+
+def test_a_unit_rejected_at_its_verdicts_opens_no_later_phase_until_judged_honest(pipe: Protocol) -> None:
+    p = pipe
+    solver = p.accounts[2]
+    job = p.submit(p.accounts[1], shards=2, **JOB)
+    work, agg = Work.honest(4), Work.honest(1, b"agg")
+    _verified(p, 1, solver, work)
+    claim_and_commit(p, 2, solver, work)
+    va = p.unit(2)["validators"][0]
+    commit_verdicts(p, 2, {va: (False, keccak(b"wrong"))})
+    p.advance(p.params["verdictCommitWindow"] + 1)
+    reveal(p, 2, va, False, keccak(b"wrong"), work)
+    assert p.unit(2)["status"] == DISPUTED
+    assert p.pool.functions.nextUnitId().call() == 3  # a rejected unit is not Verified: nothing built on it
+    did = p.unit(2)["disputeId"]
+    p.mine(2)
+    p.tx(p.accounts[9], p.committee.functions.drawCommittee(did))
+    committee_votes(p, did, dict.fromkeys(p.committee.functions.membersOf(did).call(), True))
+    p.advance(p.params["revealWindow"] + 1)  # the other validator's sealed verdict is judged once it is late
+    p.tx(p.accounts[9], p.committee.functions.resolve(did))
+    p.check_conservation()
+    # Judged honest in phase 0, the one being paid: Final at once, and the aggregation opens.
+    assert p.unit(2)["status"] == FINAL
+    assert p.unit(3)["status"] == OPEN
+    _finalize(p, 1)
+    _verified(p, 3, solver, agg)
+    _finalize(p, 3)
+    assert p.pool.functions.jobState(job).call()[1] == 2
+    assert p.pool.functions.totalEscrow().call() == 0
+
+
+def test_cancelling_a_pipelined_job_refunds_once_its_last_unit_in_flight_is_paid(pipe: Protocol) -> None:
+    p = pipe
+    requester, solver = p.accounts[1], p.accounts[2]
+    job = p.submit(requester, rounds=2, shards=2, **JOB)
+    work = Work.honest(4)
+    _verified(p, 1, solver, work)
+    _verified(p, 2, solver, work)
+    p.tx(requester, p.pool.functions.cancelJob(job))  # the open aggregation is cancelled
+    p.check_conservation()
+    assert p.unit(3)["status"] == 7
+    assert p.pool.functions.jobState(job).call()[5] > 0  # units 1 and 2 are still owed their pay
+    _finalize(p, 1, 2)
+    assert p.pool.functions.jobState(job).call()[5] == 0
+    assert p.pool.functions.totalEscrow().call() == 0
+    assert p.pool.functions.credit(solver.address).call() == 2 * PRICE
+    assert p.pool.functions.nextUnitId().call() == 4  # nothing opened after the cancel
