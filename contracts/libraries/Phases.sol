@@ -66,12 +66,23 @@ library Phases {
         _openNext(s, jobId, s.jobs[jobId]);
     }
 
-    /// @notice The last unit of job `jobId`'s phase `settling` became Final: the next phase is the one paid, and the
-    ///         job completes after its last phase (the rest of its escrow back to the requester).
+    /// @notice The last unfinished unit of job `jobId`'s phase `settling` ended (Final, or Cancelled with its job):
+    ///         the next phase with a unit still to pay is the one paid (`unsettled` counts those units; a phase not
+    ///         opened yet counts them when it opens), and the job completes after its last phase (the rest of its
+    ///         escrow back to the requester).
     function phaseSettled(PoolState storage s, uint256 jobId) external {
         Job storage j = s.jobs[jobId];
-        uint32 next = ++j.settling;
-        if (next == count(j.p)) {
+        uint32 total = count(j.p);
+        uint32 newest = phaseOf(j.p.shards, j.round, j.aggPhase);
+        uint32 next = j.settling;
+        uint32 left;
+        // Only a cancelled job skips phases here: its units that were cancelled or voided are never paid.
+        while (left == 0 && ++next < total && next <= newest) {
+            left = _unfinished(s, s.phaseStart[jobId][next], unitsIn(j.p, next));
+        }
+        j.settling = next;
+        j.unsettled = left;
+        if (next == total) {
             if (j.status == JobStatus.Active) {
                 j.status = JobStatus.Completed;
                 uint256 rest = j.escrow;
@@ -79,10 +90,17 @@ library Phases {
                 emit ITaskPool.JobCompleted(jobId, rest);
             }
         } else {
-            j.unsettled = unitsIn(j.p, next);
             _openNext(s, jobId, j); // it may have waited for this one, `MAX_AHEAD` phases back
         }
         refundIfDone(s, j);
+    }
+
+    /// @dev Units among the `n` from `first` still to be paid (not Final, Cancelled or Voided).
+    function _unfinished(PoolState storage s, uint256 first, uint32 n) private view returns (uint32 k) {
+        for (uint256 id = first; id < first + n; ++id) {
+            UnitStatus st = s.units[id].status;
+            if (st != UnitStatus.Final && st != UnitStatus.Cancelled && st != UnitStatus.Voided) ++k;
+        }
     }
 
     function _openNext(PoolState storage s, uint256 jobId, Job storage j) private {
@@ -101,6 +119,7 @@ library Phases {
         j.round = round;
         j.aggPhase = agg;
         j.pending = n;
+        if (phase == j.settling) j.unsettled = n; // the phase to pay next opens only now
         j.live += n;
         j.p.unopened -= n;
         uint256 first = s.nextUnitId;

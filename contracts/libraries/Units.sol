@@ -99,7 +99,6 @@ library Units {
             collateralPerUnit: p.collateralPerUnit
         });
         j.commitWindow = p.commitWindow;
-        j.unsettled = p.shards; // phase 0: round 0's training units
         if (p.stepsRoot != 0) _storeSteps(s, jobId, p);
         s.books.escrow(j, budget);
     }
@@ -151,18 +150,25 @@ library Units {
         refund = uint256(j.p.unopened) * reserve;
         j.p.unopened = 0;
         // Only the newest phase has open units: every earlier one is Verified or beyond.
+        uint32 cancelled;
         uint256 count = j.aggPhase ? 1 : j.p.shards;
         for (uint256 id = j.phaseFirst; id < j.phaseFirst + count; ++id) {
             StoredUnit storage u = s.units[id];
             if (u.status == UnitStatus.Open) {
                 u.status = UnitStatus.Cancelled;
-                --j.live;
-                refund += reserve;
+                ++cancelled;
                 emit ITaskPool.UnitCancelled(id);
             }
         }
+        j.live -= cancelled;
+        refund += cancelled * reserve;
         if (j.live == 0) refund = j.escrow;
         s.books.refund(j, refund);
+        // Cancelled units of the phase being paid are never paid: the phases after it may settle without them.
+        if (cancelled != 0 && Phases.phaseOf(j.p.shards, j.round, j.aggPhase) == j.settling) {
+            j.unsettled -= cancelled;
+            if (j.unsettled == 0) Phases.phaseSettled(s, jobId);
+        }
     }
 
     /// @notice The solver of assigned unit `unitId` missed its commit deadline: unlock its collateral less the
@@ -391,7 +397,8 @@ library Units {
             u.status = UnitStatus.Cancelled;
             --j.live;
             emit ITaskPool.UnitCancelled(unitId);
-            Phases.refundIfDone(s, j);
+            if (Phases.ofUnit(j, u) == j.settling && --j.unsettled == 0) Phases.phaseSettled(s, u.jobId);
+            else Phases.refundIfDone(s, j);
             return;
         }
         u.status = UnitStatus.Open;

@@ -22,7 +22,8 @@ from tests.contracts.test_registry import expect
 
 VOIDED = 8
 PRICE = COLLATERAL = 100 * E18  # a solver's 1,000 staked holds ten units at once
-JOB = {"maxPricePerUnit": PRICE, "collateralPerUnit": COLLATERAL}
+JOB_COMMIT_WINDOW = 60
+JOB = {"maxPricePerUnit": PRICE, "collateralPerUnit": COLLATERAL, "commitWindow": JOB_COMMIT_WINDOW}
 
 
 @pytest.fixture(scope="module")
@@ -256,3 +257,38 @@ def test_cancelling_a_pipelined_job_refunds_once_its_last_unit_in_flight_is_paid
     assert p.pool.functions.totalEscrow().call() == 0
     assert p.pool.functions.credit(solver.address).call() == 2 * PRICE
     assert p.pool.functions.nextUnitId().call() == 4  # nothing opened after the cancel
+
+
+def test_cancelling_while_the_phase_being_paid_has_open_units_still_pays_and_refunds_the_rest(pipe: Protocol) -> None:
+    p = pipe
+    requester, solver = p.accounts[1], p.accounts[2]
+    job = p.submit(requester, shards=2, **JOB)
+    _verified(p, 1, solver, Work.honest(4))
+    p.tx(requester, p.pool.functions.cancelJob(job))  # unit 2, of the phase being paid, was still open
+    p.check_conservation()
+    assert p.unit(2)["status"] == 7
+    assert _phase_state(p, job) == (0, 1, 1)  # only unit 1 is left to pay
+    _finalize(p, 1)
+    assert _phase_state(p, job) == (1, 0, 0)  # phase 0 paid; the aggregation never opened
+    assert p.pool.functions.totalEscrow().call() == 0
+    assert p.pool.functions.credit(solver.address).call() == PRICE
+    assert p.registry.functions.lockedOf(solver.address).call() == 0
+
+
+def test_a_unit_timed_out_after_a_cancel_lets_the_later_phases_be_paid(pipe: Protocol) -> None:
+    p = pipe
+    requester, solver = p.accounts[1], p.accounts[2]
+    job = p.submit(requester, rounds=2, shards=2, **JOB)
+    work = Work.honest(4)
+    _verified(p, 1, solver, work)
+    p.advance(p.params["claimWindow"])
+    p.tx(solver, p.pool.functions.claim(2))  # unit 2 claimed and then abandoned
+    p.tx(requester, p.pool.functions.cancelJob(job))
+    p.advance(JOB_COMMIT_WINDOW + 1)
+    p.tx(p.accounts[9], p.pool.functions.timeoutClaim(2))  # reopens into Cancelled: its job is cancelled
+    p.check_conservation()
+    assert p.unit(2)["status"] == 7
+    _finalize(p, 1)
+    assert _phase_state(p, job)[2] == 0
+    assert p.pool.functions.totalEscrow().call() == 0
+    assert p.registry.functions.lockedOf(solver.address).call() == 0

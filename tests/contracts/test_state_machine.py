@@ -58,6 +58,8 @@ FAKE = Work([(s, e, keccak(b"fake" + t)) for s, e, t in TRUTH.segments])
 AGG_TRUTH = Work.honest(1, b"agg")
 AGG_FAKE = Work([(s, e, keccak(b"fake" + t)) for s, e, t in AGG_TRUTH.segments])
 AGG_SHARD = 2**32 - 1
+VOIDED = 8
+ENDED = (FINAL, CANCELLED, VOIDED)  # a voided unit was built on an overturned one; its phase opened anew
 MAX_JOBS = 4
 REACHED: set[int] = set()  # unit statuses reached over all examples (sanity: the machine goes deep)
 REFUSED: dict[str, int] = {}  # revert names met by _try, for the summary
@@ -215,7 +217,7 @@ def make_machine(p: Protocol) -> type[RuleBasedStateMachine]:
             self._progress(data)
 
         def _progress(self, data: st.DataObject) -> None:
-            units = [u for u in self._units() if p.unit(u)["status"] not in (FINAL, CANCELLED)]
+            units = [u for u in self._units() if p.unit(u)["status"] not in ENDED]
             if not units:
                 return
             u = data.draw(st.sampled_from(units), label="unit")
@@ -362,7 +364,7 @@ def make_machine(p: Protocol) -> type[RuleBasedStateMachine]:
                 requester = p.by_address(p.pool.functions.jobState(j).call()[0])
                 self._try(requester, p.pool.functions.cancelJob(j))
             for _ in range(12):
-                live = [u for u in self._units() if p.unit(u)["status"] not in (FINAL, CANCELLED)]
+                live = [u for u in self._units() if p.unit(u)["status"] not in ENDED]
                 if not live:
                     break
                 for u in live:
@@ -379,7 +381,7 @@ def make_machine(p: Protocol) -> type[RuleBasedStateMachine]:
                 p.check_conservation()
             for u in self._units():
                 REACHED.add(p.unit(u)["status"])
-                assert p.unit(u)["status"] in (FINAL, CANCELLED), (u, p.unit(u)["status"])
+                assert p.unit(u)["status"] in ENDED, (u, p.unit(u)["status"])
             for j in range(1, p.pool.functions.nextJobId().call()):
                 assert p.pool.functions.jobState(j).call()[1] in (2, 3)  # Completed or Cancelled
             assert p.pool.functions.totalEscrow().call() == 0
