@@ -247,6 +247,26 @@ def test_with_no_terminal_the_solver_writes_only_json_lines(tmp_path: Path) -> N
     assert "unit.training" in events and "unit.committed" in events
 
 
+def test_a_solver_stops_training_a_unit_voided_under_it(tmp_path: Path) -> None:
+    """Pipelined rounds: the unit a solver trains from is overturned, voiding its own; it stops at the next
+    progress check instead of training to the end, and commits nothing."""
+    out = io.StringIO()
+    board = Recorded(Console(file=out, force_terminal=True, color_system=None, width=120), enabled=True)
+    with DaemonState(tmp_path / "state.sqlite") as state:
+        daemon, commits = solver(tmp_path, state, board)
+        daemon.log = Events()  # type: ignore[assignment]
+        voided = dataclasses.replace(UNIT, status=UnitStatus.VOIDED)
+        daemon.view = SimpleNamespace(now=lambda: 0, unit=lambda _unit_id: voided)  # type: ignore[assignment]
+        daemon._solve(UNIT)
+        assert state.is_done(("commit", UNIT.unit_id, UNIT.deadline))  # never tried again
+    board.stop()
+    assert commits == []
+    steps = [u["completed"] for u in board.updates if "completed" in u]
+    assert steps and max(steps) < SPEC.steps_per_unit
+    assert board.finished == ["voided"]
+    assert "unit.voided" in daemon.log.names  # type: ignore[attr-defined]
+
+
 def verdict_after(steps: int, accept: bool = True) -> Any:
     """Stands in for `check_segment`: replays `steps` steps through the hook, then judges."""
 
