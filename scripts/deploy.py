@@ -3,7 +3,8 @@
 Deploys and wires a new instance of the protocol exactly as
 `gensyn_py.devnet.deploy.deploy_protocol` does (same contracts, parameters and
 wiring order; TaskPool linked to the `Phases`, `Units`, `Disputes` and
-`DataAvailability` deployed just before it, the last three linked to `Phases`), from the key in GENSYN_DEPLOYER_KEY (default: anvil's first dev
+`DataAvailability` deployed just before it, the last three linked to
+`Phases`), from the key in GENSYN_DEPLOYER_KEY (default: anvil's first dev
 key). Like `deploy_protocol`, it mints no tokens.
 
 The record goes to deployments/brownie/<chainId>.json in this project, or to
