@@ -220,12 +220,6 @@ class PhaseState(Struct):
     live: int  # units opened and not yet final, cancelled or voided
 
 
-def phase_of(shards: int, round_: int, aggregation: bool) -> int:
-    """A unit's phase number in its job (`Phases.phaseOf`): round 0's training units, round 0's aggregation
-    (sharded jobs only), round 1's training units, ..."""
-    return 2 * round_ + int(aggregation) if shards > 1 else round_
-
-
 @dataclass(frozen=True)
 class Unit(Struct):
     """A work unit (`TaskPool.getUnit`), with the id it was read under."""

@@ -17,7 +17,7 @@ from gensyn_py.proof.aggregation_unit import UnitResult, load_state, verify_aggr
 from gensyn_py.proof.state import encode_state, state_hash_of_bytes
 from gensyn_py.requester.submit import submit_job
 from gensyn_py.train.spec import JobSpec, parse_spec
-from gensyn_py.types import JobStatus
+from gensyn_py.types import JobStatus, PhaseState
 from tests.integration.test_requester_kit import Deployed, deployed, play_job_to_completion, store_digits, tiny_spec
 
 __all__ = ["deployed"]  # the session fixture, imported so pytest finds it here
@@ -52,6 +52,8 @@ def test_a_diloco_job_with_carried_inner_state_completes_and_its_outer_steps_rec
     spec, job_id = played
     req = d.session()
     assert req.view.job_state(job_id).status is JobStatus.COMPLETED
+    # every phase (2 rounds x (training, aggregation)) paid, nothing in flight
+    assert req.pool.phase_state(job_id) == PhaseState(settling=4, unsettled=0, live=0)
     units = req.view.units(job_id)
     train = {(u.round, u.shard): u.unit_id for u in units if not u.is_aggregation}
     agg = {u.round: u.unit_id for u in units if u.is_aggregation}
