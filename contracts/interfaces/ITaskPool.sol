@@ -301,7 +301,7 @@ interface ITaskPool {
         view
         returns (address requester, JobStatus status, uint32 round, bool aggPhase, uint32 pending, uint256 escrow);
     /// @notice Pipelined rounds: the oldest phase still being paid (`settling`), its units not yet Final, and the
-    ///         job's units opened and not yet Final, Cancelled or Voided. Phases are numbered `Units.phaseOf`.
+    ///         job's units opened and not yet Final, Cancelled or Voided. Phases are numbered `Phases.phaseOf`.
     function phaseState(uint256 jobId) external view returns (uint32 settling, uint32 unsettled, uint32 live);
     /// @notice Full unit state (validators, deadlines, seed, dispute).
     function getUnit(uint256 unitId) external view returns (Unit memory);

@@ -28,7 +28,7 @@ library Phases {
     using Ledger for Books;
     using Verdicts for Panel;
 
-    /// @dev `shard` of an aggregation unit (as `Units.AGGREGATION`).
+    /// @dev `shard` of an aggregation unit (`Units.AGGREGATION` names this one).
     uint32 internal constant AGGREGATION = type(uint32).max;
     /// @dev How many phases may be open beyond the oldest one not yet Final. Two lets round r+1 train while round r's
     ///      training and aggregation units are both in their challenge windows.
@@ -37,6 +37,16 @@ library Phases {
     /// @dev Phase number of (round, aggregation?) in a job of `shards` shards.
     function phaseOf(uint32 shards, uint32 round, bool agg) internal pure returns (uint32) {
         return shards > 1 ? 2 * round + (agg ? 1 : 0) : round;
+    }
+
+    /// @dev (round, aggregation?) of phase `phase` in a job of `shards` shards: `phaseOf` inverted.
+    function roundOf(uint32 shards, uint32 phase) internal pure returns (uint32 round, bool agg) {
+        return shards > 1 ? (phase / 2, phase % 2 == 1) : (phase, false);
+    }
+
+    /// @dev Phase number of job `j`'s newest opened phase.
+    function newest(Job storage j) internal view returns (uint32) {
+        return phaseOf(j.p.shards, j.round, j.aggPhase);
     }
 
     /// @dev Phase number of unit `u` of job `j`.
@@ -51,7 +61,13 @@ library Phases {
 
     /// @dev Units of phase `phase`: one aggregation unit, or a training unit per shard.
     function unitsIn(JobCore storage p, uint32 phase) internal view returns (uint32) {
-        return p.shards > 1 && phase % 2 == 1 ? 1 : p.shards;
+        (, bool agg) = roundOf(p.shards, phase);
+        return agg ? 1 : p.shards;
+    }
+
+    /// @dev First unit id of job `jobId`'s phase `phase` (its latest opening).
+    function firstOf(PoolState storage s, uint256 jobId, uint32 phase) internal view returns (uint256) {
+        return s.phaseStart[jobId][phase];
     }
 
     /// @notice Open job `jobId`'s first phase (at submission).
@@ -73,12 +89,12 @@ library Phases {
     function phaseSettled(PoolState storage s, uint256 jobId) external {
         Job storage j = s.jobs[jobId];
         uint32 total = count(j.p);
-        uint32 newest = phaseOf(j.p.shards, j.round, j.aggPhase);
+        uint32 last = newest(j);
         uint32 next = j.settling;
         uint32 left;
         // Only a cancelled job skips phases here: its units that were cancelled or voided are never paid.
-        while (left == 0 && ++next < total && next <= newest) {
-            left = _unfinished(s, s.phaseStart[jobId][next], unitsIn(j.p, next));
+        while (left == 0 && ++next < total && next <= last) {
+            left = _unfinished(s, firstOf(s, jobId, next), unitsIn(j.p, next));
         }
         j.settling = next;
         j.unsettled = left;
@@ -105,26 +121,22 @@ library Phases {
 
     function _openNext(PoolState storage s, uint256 jobId, Job storage j) private {
         if (j.pending != 0 || j.status != JobStatus.Active) return;
-        uint32 next = phaseOf(j.p.shards, j.round, j.aggPhase) + 1;
+        uint32 next = newest(j) + 1;
         if (next >= count(j.p) || next - j.settling > MAX_AHEAD) return;
         _open(s, jobId, j, next);
     }
 
     /// @dev Open phase `phase` of job `jobId`: its shards' training units or its round's aggregation unit.
     function _open(PoolState storage s, uint256 jobId, Job storage j, uint32 phase) private {
-        uint32 shards = j.p.shards;
-        bool agg = shards > 1 && phase % 2 == 1;
-        uint32 round = shards > 1 ? phase / 2 : phase;
-        uint32 n = agg ? 1 : shards;
+        (uint32 round, bool agg) = roundOf(j.p.shards, phase);
+        uint32 n = agg ? 1 : j.p.shards;
         j.round = round;
         j.aggPhase = agg;
         j.pending = n;
         if (phase == j.settling) j.unsettled = n; // the phase to pay next opens only now
         j.live += n;
         j.p.unopened -= n;
-        uint256 first = s.nextUnitId;
-        j.phaseFirst = uint64(first);
-        s.phaseStart[jobId][phase] = first;
+        s.phaseStart[jobId][phase] = s.nextUnitId;
         for (uint32 k; k < n; ++k) {
             uint256 id = s.nextUnitId++;
             StoredUnit storage u = s.units[id];
@@ -147,17 +159,15 @@ library Phases {
     ///         built on its overturned result and is voided; `phase` is the newest phase again, waiting for it.
     function overturned(PoolState storage s, INodeRegistry registry, uint256 jobId, uint32 phase) external {
         Job storage j = s.jobs[jobId];
-        uint32 newest = phaseOf(j.p.shards, j.round, j.aggPhase);
-        if (phase == newest) {
+        uint32 last = newest(j);
+        if (phase == last) {
             ++j.pending;
             return;
         }
-        for (uint32 q = newest; q > phase; --q) {
+        for (uint32 q = last; q > phase; --q) {
             _voidPhase(s, registry, jobId, j, q);
         }
-        j.round = j.p.shards > 1 ? phase / 2 : phase;
-        j.aggPhase = j.p.shards > 1 && phase % 2 == 1;
-        j.phaseFirst = uint64(s.phaseStart[jobId][phase]);
+        (j.round, j.aggPhase) = roundOf(j.p.shards, phase);
         // Every other unit of `phase` is Verified or beyond: a later phase had opened.
         j.pending = 1;
     }
@@ -165,7 +175,7 @@ library Phases {
     /// @dev Void every unit of phase `q` (none is Final: only phase `settling` and earlier are paid). Their reserve
     ///      returns to the job's unopened units; the phase opens anew later.
     function _voidPhase(PoolState storage s, INodeRegistry registry, uint256 jobId, Job storage j, uint32 q) private {
-        uint256 first = s.phaseStart[jobId][q];
+        uint256 first = firstOf(s, jobId, q);
         uint32 n = unitsIn(j.p, q);
         for (uint256 id = first; id < first + n; ++id) {
             StoredUnit storage u = s.units[id];

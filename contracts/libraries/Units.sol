@@ -23,7 +23,7 @@ library Units {
     using Verdicts for Panel;
 
     /// @dev `shard` of an aggregation unit.
-    uint32 internal constant AGGREGATION = type(uint32).max;
+    uint32 internal constant AGGREGATION = Phases.AGGREGATION;
 
     // Upper bounds on a job (docs/contracts.md, "Job parameters and their bounds"): past them a job could
     // not be opened, claimed or settled within the protocol's arithmetic or a block's gas, so `create`
@@ -151,8 +151,10 @@ library Units {
         j.p.unopened = 0;
         // Only the newest phase has open units: every earlier one is Verified or beyond.
         uint32 cancelled;
-        uint256 count = j.aggPhase ? 1 : j.p.shards;
-        for (uint256 id = j.phaseFirst; id < j.phaseFirst + count; ++id) {
+        uint32 phase = Phases.newest(j);
+        uint256 first = Phases.firstOf(s, jobId, phase);
+        uint256 end = first + Phases.unitsIn(j.p, phase);
+        for (uint256 id = first; id < end; ++id) {
             StoredUnit storage u = s.units[id];
             if (u.status == UnitStatus.Open) {
                 u.status = UnitStatus.Cancelled;
@@ -165,7 +167,7 @@ library Units {
         if (j.live == 0) refund = j.escrow;
         s.books.refund(j, refund);
         // Cancelled units of the phase being paid are never paid: the phases after it may settle without them.
-        if (cancelled != 0 && Phases.phaseOf(j.p.shards, j.round, j.aggPhase) == j.settling) {
+        if (cancelled != 0 && phase == j.settling) {
             j.unsettled -= cancelled;
             if (j.unsettled == 0) Phases.phaseSettled(s, jobId);
         }

@@ -41,12 +41,13 @@ struct JobCore {
     uint128 collateralPerUnit;
 }
 
-/// @dev 5 storage slots: (requester,status,round,aggPhase,pending) (p: 2 slots) (commitWindow,phaseFirst,escrow)
+/// @dev 5 storage slots: (requester,status,round,aggPhase,pending) (p: 2 slots) (commitWindow,escrow)
 ///      (settling,unsettled,live). A job's phases are its rounds' training units and, when sharded, each round's
-///      aggregation unit, numbered in order (`Units.phaseOf`). The newest opened phase is (round, aggPhase);
-///      the next one opens once all its units are Verified (pipelined rounds), while payment goes phase by
-///      phase from `settling` (docs/contracts.md, "Pipelined rounds"). 138 bytes need 5 slots however ordered;
-///      this order keeps what the honest path writes together (slot 0 at verify, slot 4 at finalize).
+///      aggregation unit, numbered in order (`Phases.phaseOf`); where each starts is `PoolState.phaseStart`. The
+///      newest opened phase is (round, aggPhase); the next one opens once all its units are Verified (pipelined
+///      rounds), while payment goes phase by phase from `settling` (docs/contracts.md, "Pipelined rounds").
+///      130 bytes need 5 slots however ordered; this order keeps what the honest path writes together (slot 0
+///      at verify, slot 4 at finalize).
 // solhint-disable-next-line gas-struct-packing
 struct Job {
     address requester;
@@ -56,7 +57,6 @@ struct Job {
     uint32 pending; // units of the newest opened phase not yet Verified
     JobCore p;
     uint64 commitWindow;
-    uint64 phaseFirst; // first unit id of the newest opened phase
     uint128 escrow;
     uint32 settling; // the oldest phase with a unit not yet Final: only its units may be finalized
     uint32 unsettled; // units of phase `settling` not yet Final

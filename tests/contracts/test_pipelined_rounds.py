@@ -121,12 +121,14 @@ def test_the_next_phase_opens_on_verified_and_units_are_paid_phase_by_phase(pipe
     assert p.pool.functions.credit(solver.address).call() == 6 * PRICE
 
 
-def _overturn(p: Protocol, did: int) -> None:
-    """The committee draws and votes unit fraud on dispute `did`, and resolves it."""
+def _decide(p: Protocol, did: int, solver_honest: bool, wait: int = 0) -> None:
+    """The committee draws, every member votes `solver_honest` on dispute `did`, and (`wait` seconds later) it
+    is resolved."""
     p.mine(2)
     p.tx(p.accounts[9], p.committee.functions.drawCommittee(did))
-    members = p.committee.functions.membersOf(did).call()
-    committee_votes(p, did, dict.fromkeys(members, False))
+    committee_votes(p, did, dict.fromkeys(p.committee.functions.membersOf(did).call(), solver_honest))
+    if wait:
+        p.advance(wait)
     p.tx(p.accounts[9], p.committee.functions.resolve(did))
     p.check_conservation()
 
@@ -153,7 +155,7 @@ def test_an_overturned_unit_voids_the_work_built_on_it_and_nobody_is_paid_for_it
     stake = _bonded(p, [honest.address, *innocent])
     locked = {a: p.registry.functions.lockedOf(a).call() for a in [honest.address, *agg_validators]}
     challenge(p, p.accounts[8], 1, p.segment_of(1, 0))
-    _overturn(p, p.unit(1)["disputeId"])
+    _decide(p, p.unit(1)["disputeId"], False)
     # The fake is redone; the aggregation built on it is voided: released unpaid, unpenalised.
     assert p.unit(1)["status"] == OPEN
     assert p.unit(3)["status"] == VOIDED
@@ -187,16 +189,11 @@ def test_a_dispute_in_flight_on_voided_work_still_settles_its_liars_and_pays_no_
     challenge(p, challenger, 3, 0, salt=b"\x09" * 32)
     assert p.unit(3)["status"] == DISPUTED
     challenge(p, challenger, 1, p.segment_of(1, 0))
-    _overturn(p, p.unit(1)["disputeId"])
+    _decide(p, p.unit(1)["disputeId"], False)
     assert p.unit(3)["status"] == DISPUTED  # its own dispute still decides who lied
     credit = p.pool.functions.credit(honest.address).call()
     locked = p.registry.functions.lockedOf(honest.address).call()
-    did = p.unit(3)["disputeId"]
-    p.mine(2)
-    p.tx(p.accounts[9], p.committee.functions.drawCommittee(did))
-    committee_votes(p, did, dict.fromkeys(p.committee.functions.membersOf(did).call(), True))
-    p.tx(p.accounts[9], p.committee.functions.resolve(did))
-    p.check_conservation()
+    _decide(p, p.unit(3)["disputeId"], True)
     assert p.unit(3)["status"] == VOIDED
     # The wrong challenge cost the challenger its bond, which went to the solver; escrow paid it nothing.
     won = p.pool.functions.credit(honest.address).call() - credit
@@ -224,13 +221,8 @@ def test_a_unit_rejected_at_its_verdicts_opens_no_later_phase_until_judged_hones
     reveal(p, 2, va, False, keccak(b"wrong"), work)
     assert p.unit(2)["status"] == DISPUTED
     assert p.pool.functions.nextUnitId().call() == 3  # a rejected unit is not Verified: nothing built on it
-    did = p.unit(2)["disputeId"]
-    p.mine(2)
-    p.tx(p.accounts[9], p.committee.functions.drawCommittee(did))
-    committee_votes(p, did, dict.fromkeys(p.committee.functions.membersOf(did).call(), True))
-    p.advance(p.params["revealWindow"] + 1)  # the other validator's sealed verdict is judged once it is late
-    p.tx(p.accounts[9], p.committee.functions.resolve(did))
-    p.check_conservation()
+    # the other validator's sealed verdict is judged once it is late
+    _decide(p, p.unit(2)["disputeId"], True, wait=p.params["revealWindow"] + 1)
     # Judged honest in phase 0, the one being paid: Final at once, and the aggregation opens.
     assert p.unit(2)["status"] == FINAL
     assert p.unit(3)["status"] == OPEN
