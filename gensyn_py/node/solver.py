@@ -67,8 +67,7 @@ CLAIM_MISSES = frozenset({"BadUnitStatus", "ScoreTooLow", "HardwareMismatch", "P
                           "InsufficientFreeStake", "NodeJailed"})
 
 
-# A unit in one of these states is no longer ours to work on.
-ENDED = (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN, UnitStatus.VOIDED)
+ENDED = (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN, UnitStatus.VOIDED)  # not in a solver's hands
 
 
 class Interrupted(TrainingError):
@@ -130,7 +129,7 @@ class SolverDaemon(NodeDaemon):
         # Other solvers' units are kept moving until final: a solver that vanished after committing
         # leaves nobody else to draw its validators or finalize; a timed-out unit comes back open.
         for unit in self.units(i for i, _ in self.followed("watch")):
-            if unit.status in (UnitStatus.OPEN, UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.VOIDED):
+            if unit.status in ENDED:
                 self.unfollow("watch", unit.unit_id)
                 if unit.status is UnitStatus.OPEN:
                     self.follow("open", unit.unit_id)
