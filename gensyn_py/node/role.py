@@ -23,9 +23,10 @@ from typing import Any, TypeVar
 from eth_account.signers.local import LocalAccount
 
 from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.chain.events import EventRecord
 from gensyn_py.chain.view import ChainView
 from gensyn_py.errors import ConfigError, ContractRevert
-from gensyn_py.node.daemon import Daemon
+from gensyn_py.node.daemon import Daemon, Handler
 from gensyn_py.node.game_player import GamePlayer
 from gensyn_py.node.hardware import HardwareProfile
 from gensyn_py.node.metrics import DaemonMetrics
@@ -96,6 +97,7 @@ class NodeDaemon(Daemon):
         self.committee = protocol.committee(self.sender)
         self.quarantine = Quarantine(config.state)
         self.gauges = StandingGauges(protocol, self.address, self.metrics)
+        self._no_credit = False  # the last credit read found nothing, and no `Credited` event for us came since
 
     @cached_property
     def games(self) -> GamePlayer:
@@ -284,9 +286,21 @@ class NodeDaemon(Daemon):
 
     # -- money -------------------------------------------------------------------------------
 
+    def money_handlers(self) -> dict[str, Handler]:
+        """Handlers every role merges into its own: credit added to this node is claimed on the next tick."""
+        return {"Credited": self._note_credited}
+
+    def _note_credited(self, record: EventRecord) -> None:
+        if str(record.args["account"]).lower() == self.address.lower():
+            self._no_credit = False
+
     def claim_credit(self) -> int:
-        """Withdraw pending credit; returns the amount (0 if none)."""
+        """Withdraw pending credit; returns the amount (0 if none). Once it found none, it asks again only after a
+        `Credited` event for this node (`money_handlers`): the pool emits one for every credit it adds."""
+        if self._no_credit:
+            return 0
         owed = self.pool.credit(self.address)
+        self._no_credit = owed == 0
         if owed == 0:
             return 0
         try:

@@ -105,6 +105,7 @@ class SolverDaemon(NodeDaemon):
             "UnitTimedOut": self._note_open,
             "UnitClaimed": self._note_claimed,
             **self.games.handlers(),
+            **self.money_handlers(),
         }
 
     def _note_open(self, record: EventRecord) -> None:

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 class StandingGauges:
     def __init__(self, protocol: ProtocolContracts, address: str, metrics: DaemonMetrics, *,
-                 interval: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 interval: float = 15.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.protocol = protocol
         self.address = address
         self.metrics = metrics
@@ -34,6 +34,7 @@ class StandingGauges:
         self._scanned = int(protocol.deployment.get("block", 0)) - 1  # last block scanned for Slashed
         self._slashes = 0
         self._slashed = 0
+        self._read_at: int | None = None  # the block the gauges were last read at
 
     def maybe_refresh(self) -> bool:
         """Refresh when `interval` has passed since the last attempt; True if it read the chain."""
@@ -51,6 +52,8 @@ class StandingGauges:
     def refresh(self) -> None:
         """Read the standing at the latest block and set the gauges."""
         block = int(self.protocol.w3.eth.block_number)
+        if block == self._read_at:
+            return  # no new block: the standing the gauges show is still the chain's
         registry, pool, node = self.protocol.registry(), self.protocol.pool(), self.address
         bonded = registry.bonded_of(node, block=block)
         locked = registry.locked_of(node, block=block)
@@ -67,4 +70,5 @@ class StandingGauges:
             block=block, stake={"bonded": bonded / E18, "locked": locked / E18, "unbonding": unbonding.amount / E18},
             reputation={"completed": rep.completed, "missed": rep.missed, "frauds": rep.frauds},
             slashes=self._slashes, slashed=self._slashed / E18, credit=credit / E18)
+        self._read_at = block
         self.refreshes += 1

@@ -41,7 +41,8 @@ __all__ = ["PartialHook", "StateHook", "UnitRecord", "commit_segments", "publish
 
 # (checkpoint index, state) -> state actually published; the identity for honest solvers
 StateHook = Callable[[int, dict[str, "torch.Tensor"]], dict[str, "torch.Tensor"]]
-# Called on the training thread with the partial manifest of the segments stored so far (see `commit_segments`).
+# Called with the partial manifest of the segments stored so far (see `commit_segments`): on the checkpoint writer's
+# thread, after the checkpoints it names are stored, so publishing it never stalls training.
 PartialHook = Callable[[Manifest], None]
 
 # Checkpoints waiting for or in the writer; a new checkpoint waits for the oldest beyond this,
@@ -77,6 +78,24 @@ class _CheckpointWriter:
         # `state` is a snapshot (Trainer.state_dict copies every tensor), so the writer thread encodes it too:
         # serialising a 100M-parameter state takes seconds, which training no longer waits for.
         self._pending.append(self._pool.submit(self._write, index, step, state))
+
+    def after_stored(self, fn: Callable[[], None]) -> None:
+        """Run `fn` once every checkpoint queued so far is stored: queued behind them on the writer thread (whose
+        order is the queue's), inline after them without overlap. Its failure is raised like a checkpoint's."""
+        self.check()
+        if self._pool is None:
+            fn()
+            return
+        self._pending.append(self._pool.submit(self._unless_failed, fn))
+
+    def _unless_failed(self, fn: Callable[[], None]) -> None:
+        if self._failed:
+            return  # a checkpoint before it failed: what it would publish has a gap
+        try:
+            fn()
+        except BaseException:
+            self._failed = True  # as if raised on the training thread: nothing queued after it runs
+            raise
 
     def _write(self, index: int, step: int, state: Mapping[str, torch.Tensor]) -> None:
         if self._failed:
@@ -182,8 +201,9 @@ def commit_segments(
             writer.submit(index, step, state)
             if on_partial is not None and partial_every > 0 and len(carried) < index < n \
                     and (index - len(carried)) % partial_every == 0:
-                writer.drain()  # the partial names stored checkpoints only
-                on_partial(_manifest(trainer, job_id, rec, carried, inherited, solver))
+                # The partial names stored checkpoints only: it is built and published behind them on the writer
+                # thread (`rec` then holds exactly the checkpoints up to `index`; the losses it reads are older).
+                writer.after_stored(lambda: on_partial(_manifest(trainer, job_id, rec, carried, inherited, solver)))
 
         trainer.run(spec.steps_per_unit - trainer.step, on_step=step_done, on_checkpoint=checkpoint, bar=bar)
     return publish(_manifest(trainer, job_id, rec, carried, inherited, solver), store)
