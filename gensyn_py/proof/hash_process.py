@@ -1,5 +1,9 @@
 """State hashes computed in a helper process, so that hashing a checkpoint runs beside training.
 
+Used only where the C Merkle module (`crypto/_merkle_native.c`) was not built: with it, the checkpoint writer
+hashes on its own thread with the GIL released, which is cheaper (no pipe copy, no process waiting for a core:
+`proof/unit.py`, `_CheckpointWriter._hash`).
+
 The state hash (``proof/state.py``) is keccak over every 32-byte chunk of a checkpoint: a Python loop
 that holds the GIL for its whole run (0.3 s for a 3.6 MB state on these cores). On a thread it stops the
 training thread's Python just as long, so checkpoints cost their full hashing time; in a process it costs
