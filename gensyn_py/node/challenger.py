@@ -47,7 +47,7 @@ class ChallengerDaemon(NodeDaemon):
         self._rng = random.Random(secrets.randbits(128))
 
     def handlers(self) -> dict[str, Handler]:
-        return {"UnitVerified": self._note_verified, **self.games.handlers(), **self.money_handlers()}
+        return {"UnitVerified": self._note_verified}
 
     def _note_verified(self, record: EventRecord) -> None:
         self.follow("audit", int(record.args["unitId"]), {"end": int(record.args["challengeEnd"])})

@@ -113,6 +113,10 @@ class Daemon(ABC):
     def handlers(self) -> dict[str, Handler]:
         """Event name -> handler, asked once. Events without a handler are skipped."""
 
+    def dispatch_table(self) -> dict[str, Handler]:
+        """What the cycle dispatches to: `handlers()`, plus what a base class handles for every subclass."""
+        return self.handlers()
+
     def tick(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Time-based work after the events of a cycle: deadlines, claims. Must be idempotent."""
 
@@ -173,7 +177,7 @@ class Daemon(ABC):
         stays before the batch that failed.
         """
         if self._handlers is None:
-            self._handlers = self.handlers()
+            self._handlers = self.dispatch_table()
         handled = 0
         last = self.state.last_position
         batches = self.reader.batches()

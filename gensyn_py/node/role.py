@@ -286,9 +286,10 @@ class NodeDaemon(Daemon):
 
     # -- money -------------------------------------------------------------------------------
 
-    def money_handlers(self) -> dict[str, Handler]:
-        """Handlers every role merges into its own: credit added to this node is claimed on the next tick."""
-        return {"Credited": self._note_credited}
+    def dispatch_table(self) -> dict[str, Handler]:
+        """The role's handlers, the dispute games it plays, and its credit: added here, so no role can leave out
+        either (a role that missed `Credited` would never claim credit again after once finding none)."""
+        return {**self.handlers(), **self.games.handlers(), "Credited": self._note_credited}
 
     def _note_credited(self, record: EventRecord) -> None:
         if str(record.args["account"]).lower() == self.address.lower():
@@ -296,7 +297,7 @@ class NodeDaemon(Daemon):
 
     def claim_credit(self) -> int:
         """Withdraw pending credit; returns the amount (0 if none). Once it found none, it asks again only after a
-        `Credited` event for this node (`money_handlers`): the pool emits one for every credit it adds."""
+        `Credited` event for this node (`dispatch_table`): the pool emits one for every credit it adds."""
         if self._no_credit:
             return 0
         owed = self.pool.credit(self.address)

@@ -104,8 +104,6 @@ class SolverDaemon(NodeDaemon):
             "UnitReopened": self._note_open,
             "UnitTimedOut": self._note_open,
             "UnitClaimed": self._note_claimed,
-            **self.games.handlers(),
-            **self.money_handlers(),
         }
 
     def _note_open(self, record: EventRecord) -> None:

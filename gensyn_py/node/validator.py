@@ -82,8 +82,7 @@ class ValidatorDaemon(NodeDaemon):
         return verdict
 
     def handlers(self) -> dict[str, Handler]:
-        return {"ValidatorsDrawn": self._note_drawn, "DisputeOpened": self._note_dispute, **self.games.handlers(),
-                **self.money_handlers()}
+        return {"ValidatorsDrawn": self._note_drawn, "DisputeOpened": self._note_dispute}
 
     def _note_drawn(self, record: EventRecord) -> None:
         validators = list(record.args["validators"])

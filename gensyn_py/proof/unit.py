@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -70,50 +71,45 @@ class _CheckpointWriter:
 
     def submit(self, index: int, step: int, state: Mapping[str, torch.Tensor]) -> None:
         """Queue checkpoint `index` (at `step`); raises here if an earlier checkpoint failed."""
-        self.check()
         while len(self._pending) >= MAX_PENDING_CHECKPOINTS:
             self._pending.popleft().result()  # re-raises the writer's exception on this thread
-        if self._pool is None:
-            self._write(index, step, state)
-            return
         # `state` is a snapshot (Trainer.state_dict copies every tensor), so the writer thread encodes it too:
         # serialising a 100M-parameter state takes seconds, which training no longer waits for.
-        self._pending.append(self._pool.submit(self._write, index, step, state))
+        self._queue(partial(self._write, index, step, state))
 
     def after_stored(self, fn: Callable[[], None]) -> None:
         """Run `fn` once every checkpoint queued so far is stored: queued behind them on the writer thread (whose
         order is the queue's), inline after them without overlap. Its failure is raised like a checkpoint's."""
+        self._queue(fn)
+
+    def _queue(self, fn: Callable[[], None]) -> None:
         self.check()
         if self._pool is None:
-            fn()
-            return
-        self._pending.append(self._pool.submit(self._unless_failed, fn))
+            self._unless_failed(fn)
+        else:
+            self._pending.append(self._pool.submit(self._unless_failed, fn))
 
     def _unless_failed(self, fn: Callable[[], None]) -> None:
+        """Run `fn` unless an earlier job failed (never record or publish past a gap); a failure stops every later
+        job, as if raised on the training thread."""
         if self._failed:
-            return  # a checkpoint before it failed: what it would publish has a gap
+            return
         try:
             fn()
-        except BaseException:
-            self._failed = True  # as if raised on the training thread: nothing queued after it runs
-            raise
-
-    def _write(self, index: int, step: int, state: Mapping[str, torch.Tensor]) -> None:
-        if self._failed:
-            return  # an earlier checkpoint failed: never record a later one after the gap
-        try:
-            data = encode_state(state)
-            rec = self._rec
-            if len(rec.cids) != index:
-                raise TrainingError(f"checkpoint {index} would be recorded as number {len(rec.cids)}")
-            cid = self._store.put(data)
-            rec.hashes.append(self._hash(data))
-            rec.cids.append(cid)
-            if self._record_path is not None:
-                UnitRecord(list(rec.cids), list(rec.hashes), rec.losses[:step]).save(self._record_path)
         except BaseException:
             self._failed = True
             raise
+
+    def _write(self, index: int, step: int, state: Mapping[str, torch.Tensor]) -> None:
+        data = encode_state(state)
+        rec = self._rec
+        if len(rec.cids) != index:
+            raise TrainingError(f"checkpoint {index} would be recorded as number {len(rec.cids)}")
+        cid = self._store.put(data)
+        rec.hashes.append(self._hash(data))
+        rec.cids.append(cid)
+        if self._record_path is not None:
+            UnitRecord(list(rec.cids), list(rec.hashes), rec.losses[:step]).save(self._record_path)
 
     def _hash(self, data: bytes) -> bytes:
         """The state hash. With the C Merkle module, here: it hashes with the GIL released, so beside training, for
