@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 setup: $(STAMP_PY) $(STAMP_NODE)
 
-$(STAMP_PY): requirements.lock pyproject.toml gensyn_py/crypto/_merkle_native.c
+$(STAMP_PY): requirements.lock pyproject.toml gensyn_py/crypto/_merkle_native.c gensyn_py/repro/_matmul_native.c gensyn_py/repro/_fused_native.c
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from gensyn_py.repro import primitives as P
+from gensyn_py.repro.fused import fused as fused_composite
 from gensyn_py.repro.maps import index_map
 from gensyn_py.repro.matmul import repro_index_sum, repro_matmul, repro_sum
 from gensyn_py.repro.opset import OP_ARGS
@@ -115,6 +116,11 @@ class TorchBackend:
     matmul = staticmethod(repro_matmul)
     sum = staticmethod(repro_sum)
     index_sum = staticmethod(repro_index_sum)
+
+    @staticmethod
+    def fused(name: str, x: Tensor) -> Tensor | None:
+        """A composite's one-call version where there is one (``fused.py``); not an op of the trace."""
+        return fused_composite(name, x)
 
     def rowmax(self, x: Tensor) -> Tensor:
         """Max along the last dim, keepdim, then + 0.0: NaN if any NaN; a zero maximum is returned as +0.

@@ -42,6 +42,7 @@ from torch import Tensor
 
 from gensyn_py.repro.crt_matmul import crt_matmul, round_int
 from gensyn_py.repro.exact_chunks import chunk_count
+from gensyn_py.repro.native_matmul import native_matmul, native_module
 from gensyn_py.repro.opset import MAX_K
 
 F32 = torch.float32
@@ -173,6 +174,10 @@ def repro_matmul(a: Tensor, b: Tensor) -> Tensor:
     k = a.shape[-1]
     if k > MAX_K:
         raise ValueError(f"repro_matmul supports K <= {MAX_K}, got {k}")
+    if a.is_cpu and native_module() is not None:
+        n = native_matmul(a, b)
+        if n is not None:  # finite inputs (an overflow is the rule's inf, as below)
+            return n
     c = _finite_rule(a, b)
     if math.isfinite(torch.sum(c).item()):  # NaN/inf propagate; a float32 overflow only costs the check below
         return c
@@ -209,6 +214,13 @@ def _finite_rule(a: Tensor, b: Tensor) -> Tensor:
     chunks = chunk_count(qa, qb)
     if chunks == 1 or (not small and _one_gemm_exact(ra, ca, rb, cb)):
         return _one_gemm(ra, rb)
+    return rounded_in_chunks(qa, qb, ua, ub, chunks)
+
+
+def rounded_in_chunks(qa: Tensor, qb: Tensor, ua: Tensor, ub: Tensor, chunks: int | None) -> Tensor:
+    """The rule's result from the aligned integers and block units where one GEMM of the whole K is not exact:
+    the sum of `chunks` exact K-chunk GEMMs, or where no few chunks are (None) the two 12-bit-slice GEMMs;
+    rounded once."""
     if chunks is None:
         return round_parts(*integer_parts(qa, qb), ua, ub)
     parts = chunk_products(qa, qb, chunks)

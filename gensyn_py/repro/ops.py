@@ -49,9 +49,17 @@ def _horner(be: Backend, coefs: list[float], x: Arr) -> Arr:
     return p
 
 
+def _fused(be: Backend, name: str, x: Arr) -> Arr | None:
+    """The torch backend's one-call version of a composite (``fused.py``: the same bits), else None."""
+    return be.fused(name, x) if isinstance(be, TorchBackend) else None
+
+
 def exp(be: Backend, x: Arr) -> Arr:
     """exp: clamp to [-104, 89] (NaN -> 0 there), n = floor(x*log2e + 1/2),
     r = (x - n*LN2_HI) - n*LN2_LO, exp = ldexp(poly7(r), n) with Taylor coefficients; NaN -> NaN."""
+    y = _fused(be, "exp", x)
+    if y is not None:
+        return y
     nan = be.isnan(x)
     xc = be.where(nan, be.const(0.0, x), be.clamp(x, -104.0, 89.0))
     n = be.floor(be.add(be.mul(xc, be.const(LOG2E, x)), be.const(0.5, x)))
@@ -64,6 +72,9 @@ def exp(be: Backend, x: Arr) -> Arr:
 def log(be: Backend, x: Arr) -> Arr:
     """log: x = m*2**e (frexp), m in [sqrt(1/2), sqrt(2)), s = (m-1)/(m+1),
     log = e*LN2_HI + (s*poly(s*s) + e*LN2_LO); log(0) = -inf, log(<0) = NaN, log(inf) = inf."""
+    y = _fused(be, "log", x)
+    if y is not None:
+        return y
     m, e = be.frexp(x)
     ef = be.from_int(e)
     small = be.lt(m, be.const(SQRT_HALF, x))

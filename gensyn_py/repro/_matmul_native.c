@@ -1,0 +1,392 @@
+/* The two elementwise passes of the repro matmul rule on CPU, one call each (gensyn_py/repro/native_matmul.py is
+ * the Python face of this module; gensyn_py/repro/matmul.py states the rule).
+ *
+ * Why native: a product of the demo's size (32 x 64 x 64) is a few microseconds of BLAS, but aligning both operands
+ * to their block exponents and rounding the result took about thirty torch kernels, each a few microseconds of
+ * dispatch, so a repro training step of a small model cost two and a half times the plain one. Here the alignment
+ * of an operand is one pass and the final rounding another. For a large product the exact integer product between
+ * them stays a float64 GEMM of the BLAS torch ships (align, then finish); a small one is aligned, multiplied and
+ * rounded in one call (small_matmul), where the GEMM is a plain loop: every product of aligned integers and every
+ * partial sum is exact under the bounds below, so its order, vector width and FMA contraction do not matter.
+ *
+ * align: every finite float32 x of a block (a row of A, or a column of B, over the contraction index K) becomes
+ *   the integer sign * RNE(m / 2**(E_block - E_x)), written as a float64 (exact: |q| <= 2**24), with m the 24-bit
+ *   significand (hidden bit included, 0 for subnormals), E_x = max(biased exponent field, 1) and E_block the
+ *   largest E_x of the block. The block's unit 2**(E_block - 150) is written too. The call returns whether any
+ *   entry was not finite (the caller then takes the general path, which implements the rule's NaN and inf cases)
+ *   and, for the choice of an exact summation, the largest L1 norm and the largest sum of squares of a block's
+ *   integers (both exact: at most 2**14 * 2**24 and 2**14 * 2**48).
+ * finish: out = float32(N * ua * ub), N the exact integer product held in float64, ua and ub powers of two; the
+ *   products are exact in float64 (at least 2**-298 for N != 0) and the conversion is the one rounding (ties to
+ *   even, gradual underflow, overflow to inf); N == 0 gives +0.
+ *
+ * One float64 GEMM of the aligned integers is exact when every partial sum stays within 2**53: K <= 32
+ * (|q| <= 2**24), a largest block L1 norm of at most 2**29 on either side, or (Cauchy–Schwarz) a product of the
+ * largest block sums of squares of at most 2**106.
+ *
+ * Pointers and strides come from torch tensors whose dtype, device and shapes the Python side checked.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A block's statistics for the choice of an exact summation (see one_gemm_exact): the largest L1 norm of a block's
+ * integers (exact in float64: below 2**38) and the largest sum of their squares (float64, within a relative
+ * 2**-39 of the exact sum, summed in any order: the caller's bound keeps a margin for it). */
+typedef struct {
+    double l1, sq;
+} stats_t;
+
+static inline int field_of(uint32_t bits) { return (int)((bits >> 23) & 0xFF); }
+
+/* c = 1.5 * 2**52 * u for the block unit u = 2**(top - 150): fl(x + c) - c is x rounded to a multiple of u, ties
+ * to even (|x| < 2**24 u puts x + c in [2**52 u, 2**53 u), where the float64 spacing is u, and c / u is even);
+ * times 1 / u = 2**(150 - top) it is the aligned integer. */
+static inline double pow2(int e) {
+    uint64_t bits = (uint64_t)(e + 1023) << 52;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+/* Blocks are the rows of the row-major r x k float32 x: q (row-major, float64) gets the aligned integers, units the
+ * block units. Returns 1 when an entry is not finite (then q is incomplete). */
+static int align_rows(const uint32_t *x, Py_ssize_t r, Py_ssize_t k, double *q, double *units, stats_t *st) {
+    double l1_top = 0.0, sq_top = 0.0;
+    for (Py_ssize_t i = 0; i < r; ++i) {
+        const uint32_t *row = x + i * k;
+        int top = 1;
+        for (Py_ssize_t p = 0; p < k; ++p) {
+            int e = field_of(row[p]);
+            top = e > top ? e : top;
+        }
+        if (top == 0xFF) return 1;
+        const double c = 1.5 * pow2(top - 98), inv = pow2(150 - top);
+        const float *xf = (const float *)row;
+        double *qrow = q + i * k, l1 = 0.0, sq = 0.0;
+#pragma omp simd reduction(+ : l1, sq)
+        for (Py_ssize_t p = 0; p < k; ++p) {
+            double v = (((double)xf[p] + c) - c) * inv;
+            qrow[p] = v;
+            l1 += v < 0 ? -v : v;
+            sq += v * v;
+        }
+        units[i] = pow2(top - 150);
+        l1_top = l1 > l1_top ? l1 : l1_top;
+        sq_top = sq > sq_top ? sq : sq_top;
+    }
+    st->l1 = l1_top;
+    st->sq = sq_top;
+    return 0;
+}
+
+/* Blocks are the columns of the row-major k x n float32 x (scratch: 5 * n doubles). */
+static int align_columns(const uint32_t *x, Py_ssize_t k, Py_ssize_t n, double *q, double *units, double *scratch,
+                         stats_t *st) {
+    double *c = scratch, *inv = scratch + n, *l1 = scratch + 2 * n, *sq = scratch + 3 * n;
+    int *top = (int *)(void *)(scratch + 4 * n);
+    for (Py_ssize_t j = 0; j < n; ++j) top[j] = 1;
+    int any = 1;
+    for (Py_ssize_t p = 0; p < k; ++p) {
+        const uint32_t *row = x + p * n;
+        for (Py_ssize_t j = 0; j < n; ++j) {
+            int e = field_of(row[j]);
+            top[j] = e > top[j] ? e : top[j];
+        }
+    }
+    for (Py_ssize_t j = 0; j < n; ++j) any = top[j] > any ? top[j] : any;
+    if (any == 0xFF) return 1;
+    for (Py_ssize_t j = 0; j < n; ++j) {
+        int t = top[j];
+        c[j] = 1.5 * pow2(t - 98);
+        inv[j] = pow2(150 - t);
+        l1[j] = 0.0;
+        sq[j] = 0.0;
+        units[j] = pow2(t - 150);
+    }
+    for (Py_ssize_t p = 0; p < k; ++p) {
+        const float *xf = (const float *)(x + p * n);
+        double *qrow = q + p * n;
+        for (Py_ssize_t j = 0; j < n; ++j) {
+            double v = (((double)xf[j] + c[j]) - c[j]) * inv[j];
+            qrow[j] = v;
+            l1[j] += v < 0 ? -v : v;
+            sq[j] += v * v;
+        }
+    }
+    double l1_top = 0.0, sq_top = 0.0;
+    for (Py_ssize_t j = 0; j < n; ++j) {
+        l1_top = l1[j] > l1_top ? l1[j] : l1_top;
+        sq_top = sq[j] > sq_top ? sq[j] : sq_top;
+    }
+    st->l1 = l1_top;
+    st->sq = sq_top;
+    return 0;
+}
+
+/* x (r x c, strides s0, s1 in elements) copied row-major into dst, or x itself where it already is. */
+static const uint32_t *row_major(const uint32_t *x, Py_ssize_t r, Py_ssize_t c, Py_ssize_t s0, Py_ssize_t s1,
+                                 uint32_t *dst) {
+    if (s1 == 1 && (s0 == c || r <= 1)) return x;
+    for (Py_ssize_t i = 0; i < r; ++i)
+        for (Py_ssize_t j = 0; j < c; ++j) dst[i * c + j] = x[i * s0 + j * s1];
+    return dst;
+}
+
+#define SQUARES_LIMIT 81129638414606681695789005144064.0 /* 2**106 */
+
+/* Whether one float64 GEMM of the aligned integers is exact (the module comment). The sums of squares are within a
+ * relative 2**-39 of the exact ones, so their product is compared with 2**106 less a margin of 2**-30. */
+static int one_gemm_exact(Py_ssize_t k, const stats_t *a, const stats_t *b) {
+    const double l1_bound = 536870912.0; /* 2**29 */
+    if (k <= 32 || a->l1 <= l1_bound || b->l1 <= l1_bound) return 1;
+    return a->sq * b->sq <= SQUARES_LIMIT * (1.0 - 1.0 / 1073741824.0);
+}
+
+/* acc (m x n) = qa (m x k) @ qb (k x n), all row-major float64 holding exact integers. A tile of 4 rows by 8 columns
+ * of acc stays in registers over the whole k (eight 4-wide vectors; the baseline build splits each in two), so each
+ * step loads two vectors of qb and four scalars of qa for 32 multiply-adds. */
+typedef double v4d __attribute__((vector_size(32)));
+
+#define LOAD4(p) ({ v4d v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define STORE4(p, v) do { v4d v_ = (v); memcpy((p), &v_, sizeof v_); } while (0)
+
+#define GEMM_BODY                                                                                        \
+    Py_ssize_t j0 = 0;                                                                                   \
+    for (; j0 + 8 <= n; j0 += 8) {                                                                       \
+        Py_ssize_t i = 0;                                                                                \
+        for (; i + 4 <= m; i += 4) {                                                                     \
+            v4d c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};   \
+            const double *a0 = qa + i * k, *a1 = a0 + k, *a2 = a1 + k, *a3 = a2 + k;                     \
+            for (Py_ssize_t p = 0; p < k; ++p) {                                                         \
+                const v4d b0 = LOAD4(qb + p * n + j0), b1 = LOAD4(qb + p * n + j0 + 4);                  \
+                c00 += a0[p] * b0; c01 += a0[p] * b1;                                                    \
+                c10 += a1[p] * b0; c11 += a1[p] * b1;                                                    \
+                c20 += a2[p] * b0; c21 += a2[p] * b1;                                                    \
+                c30 += a3[p] * b0; c31 += a3[p] * b1;                                                    \
+            }                                                                                            \
+            double *o = acc + i * n + j0;                                                                \
+            STORE4(o, c00); STORE4(o + 4, c01); o += n;                                                  \
+            STORE4(o, c10); STORE4(o + 4, c11); o += n;                                                  \
+            STORE4(o, c20); STORE4(o + 4, c21); o += n;                                                  \
+            STORE4(o, c30); STORE4(o + 4, c31);                                                          \
+        }                                                                                                \
+        for (; i < m; ++i) {                                                                             \
+            v4d c0 = {0}, c1 = {0};                                                                      \
+            for (Py_ssize_t p = 0; p < k; ++p) {                                                         \
+                c0 += qa[i * k + p] * LOAD4(qb + p * n + j0);                                            \
+                c1 += qa[i * k + p] * LOAD4(qb + p * n + j0 + 4);                                        \
+            }                                                                                            \
+            STORE4(acc + i * n + j0, c0); STORE4(acc + i * n + j0 + 4, c1);                              \
+        }                                                                                                \
+    }                                                                                                    \
+    for (; j0 < n; ++j0) {                                                                               \
+        for (Py_ssize_t i = 0; i < m; ++i) {                                                             \
+            double c = 0.0;                                                                              \
+            for (Py_ssize_t p = 0; p < k; ++p) c += qa[i * k + p] * qb[p * n + j0];                      \
+            acc[i * n + j0] = c;                                                                         \
+        }                                                                                                \
+    }
+
+typedef void (*gemm_t)(const double *restrict, const double *restrict, double *restrict, Py_ssize_t, Py_ssize_t,
+                       Py_ssize_t);
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) static void gemm_avx2(const double *restrict qa, const double *restrict qb,
+                                                          double *restrict acc, Py_ssize_t m, Py_ssize_t k,
+                                                          Py_ssize_t n) {
+    GEMM_BODY
+}
+#endif
+static void gemm_baseline(const double *restrict qa, const double *restrict qb, double *restrict acc, Py_ssize_t m,
+                          Py_ssize_t k, Py_ssize_t n) {
+    GEMM_BODY
+}
+
+static gemm_t gemm = gemm_baseline;
+
+static void choose_gemm(int simd) {
+    gemm = gemm_baseline;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (simd && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) gemm = gemm_avx2;
+#endif
+}
+
+/* out = float32(n * ua[i] * ub[j]) over a rows x cols block; n == 0 (either sign) gives +0, the rule's N = 0, while
+ * a nonzero n whose result underflows keeps its sign. */
+static void finish_rows(const double *n, const double *ua, const double *ub, float *out, Py_ssize_t rows,
+                        Py_ssize_t cols) {
+    for (Py_ssize_t i = 0; i < rows; ++i) {
+        const double *nrow = n + i * cols;
+        float *orow = out + i * cols;
+        const double a = ua[i];
+        for (Py_ssize_t j = 0; j < cols; ++j) {
+            const double v = nrow[j] + 0.0; /* exact; turns -0 into +0 */
+            orow[j] = (float)((v * a) * ub[j]);
+        }
+    }
+}
+
+enum { DONE = 0, NOT_FINITE = 1, NOT_ONE_GEMM = 2, NO_MEMORY = 3 };
+
+/* The calling thread's scratch memory for small products, kept between calls: a fresh allocation of tens of
+ * kilobytes costs page faults that take as long as the product itself. It only grows, up to what the largest small
+ * product needs (a few megabytes; native_matmul.SMALL_WORK bounds the sizes that come here). */
+static _Thread_local void *scratch_memory;
+static _Thread_local size_t scratch_bytes;
+
+static void *workspace(size_t bytes) {
+    if (bytes > scratch_bytes) {
+        void *grown = realloc(scratch_memory, bytes);
+        if (!grown) return NULL;
+        scratch_memory = grown;
+        scratch_bytes = bytes;
+    }
+    return scratch_memory;
+}
+
+/* One operand of a batch: (batch, rows, cols) float32 with strides in elements. */
+typedef struct {
+    const uint32_t *data;
+    Py_ssize_t rows, cols, s_batch, s0, s1;
+} operand_t;
+
+/* Aligns item t of x into q (row-major) and units: blocks are its rows (`by_rows`) or its columns. */
+static int align_item(const operand_t *x, Py_ssize_t t, int by_rows, double *q, double *units, uint32_t *copy,
+                      double *scratch, stats_t *st) {
+    const uint32_t *src = row_major(x->data + t * x->s_batch, x->rows, x->cols, x->s0, x->s1, copy);
+    return by_rows ? align_rows(src, x->rows, x->cols, q, units, st)
+                   : align_columns(src, x->rows, x->cols, q, units, scratch, st);
+}
+
+/* The whole rule for (batch, m, k) @ (batch, k, n) into the contiguous float32 out; returns one of the codes
+ * above (anything but DONE leaves out incomplete, and the caller takes the general path). */
+static int small_product(const operand_t *a, const operand_t *b, float *out, Py_ssize_t batch) {
+    const Py_ssize_t m = a->rows, k = a->cols, n = b->cols;
+    const Py_ssize_t doubles = m * k + k * n + m * n + m + n + 5 * n, words = m * k > k * n ? m * k : k * n;
+    double *qa = workspace(sizeof(double) * (size_t)doubles + sizeof(uint32_t) * (size_t)words);
+    if (!qa) return NO_MEMORY;
+    double *qb = qa + m * k, *acc = qb + k * n, *ua = acc + m * n, *ub = ua + m, *scratch = ub + n;
+    uint32_t *copy = (uint32_t *)(void *)(scratch + 5 * n);
+    int code = DONE;
+    for (Py_ssize_t t = 0; t < batch && code == DONE; ++t) {
+        stats_t sa, sb;
+        if (align_item(a, t, 1, qa, ua, copy, scratch, &sa) || align_item(b, t, 0, qb, ub, copy, scratch, &sb)) {
+            code = NOT_FINITE;
+        } else if (!one_gemm_exact(k, &sa, &sb)) {
+            code = NOT_ONE_GEMM;
+        } else {
+            gemm(qa, qb, acc, m, k, n);
+            finish_rows(acc, ua, ub, out + t * m * n, m, n);
+        }
+    }
+    return code;
+}
+
+static int parse_operand(PyObject *t, operand_t *x) {
+    unsigned long long ptr;
+    if (!PyArg_ParseTuple(t, "Knnnnn", &ptr, &x->rows, &x->cols, &x->s_batch, &x->s0, &x->s1)) return 0;
+    if (x->rows < 0 || x->cols < 0 || x->rows > (1 << 24) || x->cols > (1 << 24)) {
+        PyErr_SetString(PyExc_ValueError, "bad operand sizes");
+        return 0;
+    }
+    x->data = (const uint32_t *)(uintptr_t)ptr;
+    return 1;
+}
+
+/* small_matmul((a, rows, cols, strides...), (b, ...), out, batch) -> code */
+static PyObject *small_matmul(PyObject *self, PyObject *args) {
+    PyObject *ta, *tb;
+    unsigned long long out_ptr;
+    Py_ssize_t batch;
+    operand_t a, b;
+    if (!PyArg_ParseTuple(args, "O!O!Kn", &PyTuple_Type, &ta, &PyTuple_Type, &tb, &out_ptr, &batch)) return NULL;
+    if (!parse_operand(ta, &a) || !parse_operand(tb, &b)) return NULL;
+    if (a.cols != b.rows || a.cols > (1 << 14) || batch < 0) {
+        PyErr_SetString(PyExc_ValueError, "small_matmul: bad sizes");
+        return NULL;
+    }
+    int code;
+    Py_BEGIN_ALLOW_THREADS
+    code = small_product(&a, &b, (float *)(uintptr_t)out_ptr, batch);
+    Py_END_ALLOW_THREADS
+    if (code == NO_MEMORY) return PyErr_NoMemory();
+    return PyLong_FromLong(code);
+}
+
+/* align((x, rows, cols, strides...), batch, by_rows, q, units) -> (not finite, largest L1, largest sum of squares):
+ * q (batch, rows, cols) row-major float64, units (batch, blocks). */
+static PyObject *align(PyObject *self, PyObject *args) {
+    PyObject *tx;
+    operand_t x;
+    Py_ssize_t batch;
+    int by_rows;
+    unsigned long long q_ptr, units_ptr;
+    if (!PyArg_ParseTuple(args, "O!npKK", &PyTuple_Type, &tx, &batch, &by_rows, &q_ptr, &units_ptr)) return NULL;
+    if (!parse_operand(tx, &x)) return NULL;
+    const Py_ssize_t r = x.rows, c = x.cols, blocks = by_rows ? r : c;
+    double *scratch = malloc(sizeof(double) * (size_t)(5 * c) + sizeof(uint32_t) * (size_t)(r * c));
+    if (!scratch) return PyErr_NoMemory();
+    uint32_t *copy = (uint32_t *)(void *)(scratch + 5 * c);
+    double *q = (double *)(uintptr_t)q_ptr, *units = (double *)(uintptr_t)units_ptr;
+    stats_t all = {0.0, 0.0}, one;
+    int special = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t t = 0; t < batch && !special; ++t) {
+        special = align_item(&x, t, by_rows, q + t * r * c, units + t * blocks, copy, scratch, &one);
+        all.l1 = one.l1 > all.l1 ? one.l1 : all.l1;
+        all.sq = one.sq > all.sq ? one.sq : all.sq;
+    }
+    Py_END_ALLOW_THREADS
+    free(scratch);
+    return Py_BuildValue("(Odd)", special ? Py_True : Py_False, all.l1, all.sq);
+}
+
+/* one_gemm_exact(k, l1_a, sq_a, l1_b, sq_b) -> bool: the same test small_matmul applies. */
+static PyObject *one_gemm(PyObject *self, PyObject *args) {
+    Py_ssize_t k;
+    stats_t a, b;
+    if (!PyArg_ParseTuple(args, "ndddd", &k, &a.l1, &a.sq, &b.l1, &b.sq)) return NULL;
+    return PyBool_FromLong(one_gemm_exact(k, &a, &b));
+}
+
+/* finish(n, ua, ub, out, batch, rows, cols): out = float32(n * ua * ub) per item, +0 for n == 0. */
+static PyObject *finish(PyObject *self, PyObject *args) {
+    unsigned long long n_ptr, ua_ptr, ub_ptr, out_ptr;
+    Py_ssize_t batch, rows, cols;
+    if (!PyArg_ParseTuple(args, "KKKKnnn", &n_ptr, &ua_ptr, &ub_ptr, &out_ptr, &batch, &rows, &cols)) return NULL;
+    const double *n = (const double *)(uintptr_t)n_ptr;
+    const double *ua = (const double *)(uintptr_t)ua_ptr, *ub = (const double *)(uintptr_t)ub_ptr;
+    float *out = (float *)(uintptr_t)out_ptr;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t b = 0; b < batch; ++b)
+        finish_rows(n + b * rows * cols, ua + b * rows, ub + b * cols, out + b * rows * cols, rows, cols);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* use_simd(on) -> bool: the AVX2 GEMM loop where `on` and the processor has it; the tests run both. */
+static PyObject *use_simd(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    choose_gemm(on);
+    return PyBool_FromLong(gemm != gemm_baseline);
+}
+
+static PyMethodDef METHODS[] = {
+    {"small_matmul", small_matmul, METH_VARARGS, "The whole rule in one call: 0 done, 1 not finite, 2 not one GEMM."},
+    {"align", align, METH_VARARGS, "Aligned integers and block units of an operand, and its largest block norms."},
+    {"one_gemm_exact", one_gemm, METH_VARARGS, "Whether one float64 GEMM of the aligned integers is exact."},
+    {"finish", finish, METH_VARARGS, "float32(n * ua * ub), +0 for n == 0: the rule's one rounding."},
+    {"use_simd", use_simd, METH_VARARGS, "Take the AVX2 GEMM loop where there is one (True) or the baseline."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_matmul_native", NULL, -1, METHODS};
+
+PyMODINIT_FUNC PyInit__matmul_native(void) {
+    choose_gemm(1);
+    return PyModule_Create(&MODULE);
+}

@@ -1,0 +1,51 @@
+"""repro's exp and log in one C call each on CPU (``_fused_native.c``), the same bits as their primitive sequences.
+
+``ops.exp`` and ``ops.log`` are defined as fixed sequences of float32 primitives, and every backend that records
+or re-executes a step (the tracer, the NumPy reference) runs those sequences. The torch backend on CPU asks here
+first: the C module runs the very same sequence element by element, every step one correctly rounded float32
+operation with the same constants, so the result is bit-identical (``tests/unit/test_repro_fused.py``) at the cost
+of one call instead of about forty kernels. Without the module (no C compiler at install time), or for a tensor
+that is not a contiguous float32 CPU one, this returns None and the caller runs the primitives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+try:
+    from gensyn_py.repro import _fused_native as _c  # type: ignore[attr-defined]
+except ImportError:  # built without a C compiler: the primitive sequences in ops.py
+    _c = None
+
+_CONSTS: dict[str, Tensor] = {}
+
+
+def native_module() -> Any:
+    """The C module, or None where it was not built."""
+    return _c
+
+
+def _constants(name: str) -> Tensor:
+    """The float32 constants of ops.exp / ops.log in the order the C code reads them (made the way ``const``
+    makes them: each double rounded once to float32)."""
+    t = _CONSTS.get(name)
+    if t is None:
+        from gensyn_py.repro import ops as O
+
+        values = ([O.LOG2E, 0.5, O.LN2_HI, O.LN2_LO, *O.EXP_COEF] if name == "exp"
+                  else [O.SQRT_HALF, 1.0, O.LN2_HI, O.LN2_LO, *O.LOG_COEF])
+        t = _CONSTS[name] = torch.tensor(values, dtype=torch.float32)
+    return t
+
+
+def fused(name: str, x: Tensor) -> Tensor | None:
+    """`name` ("exp" or "log") of x in one C call, or None where the primitives must run instead."""
+    if _c is None or not x.is_cpu or x.dtype != torch.float32 or not x.is_contiguous():
+        return None
+    y = torch.empty_like(x)
+    k = _constants(name)
+    getattr(_c, name)(x.data_ptr(), y.data_ptr(), x.numel(), k.data_ptr(), k.numel())
+    return y
