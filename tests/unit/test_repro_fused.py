@@ -1,0 +1,76 @@
+"""exp and log in one C call (repro/fused.py) give their primitive sequences' bits on every float32 class, the
+tracer still records the primitives, and tensors the C side does not take go back to the primitives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from gensyn_py.repro import ops as O
+from gensyn_py.repro.backend import TORCH
+from gensyn_py.repro.fused import fused
+from gensyn_py.repro.reference import NUMPY
+
+EDGES = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 1, 0x80000001, 0x007FFFFF,
+                  0x00800000, 0x3F800000, 0xBF800000, 0x3F3504F3, 0x3F3504F4, 0x42B20000, 0x42B20001, 0xC2D00000,
+                  0xC2D00001, 0x7F7FFFFF, 0xFF7FFFFF], dtype=np.uint32)
+
+
+class Primitives:
+    """The torch backend seen as any other backend: ops.exp / ops.log run their primitive sequences on it."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(TORCH, name)
+
+
+def same_bits(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Equal bit patterns, any NaN equal to any NaN (the primitives leave NaN payloads undefined)."""
+    both_nan = torch.isnan(x) & torch.isnan(y)
+    return bool(((x.view(torch.int32) == y.view(torch.int32)) | both_nan).all())
+
+
+def inputs() -> list[torch.Tensor]:
+    rng = np.random.default_rng(11)
+    patterns = np.concatenate([rng.integers(0, 2**32, 400_000, dtype=np.uint64).astype(np.uint32), EDGES])
+    typical = (rng.standard_normal(200_000) * rng.choice([1.0, 30.0, 1e-3], 200_000)).astype(np.float32)
+    return [torch.from_numpy(patterns.view(np.float32).copy()), torch.from_numpy(typical),
+            torch.from_numpy(np.abs(typical)).reshape(400, 500)]
+
+
+@pytest.mark.parametrize("name", ["exp", "log"])
+def test_fused_equals_the_primitive_sequence(name: str) -> None:
+    f = getattr(O, name)
+    for x in inputs():
+        got = fused(name, x)
+        assert got is not None and got.shape == x.shape
+        assert same_bits(got, f(Primitives(), x))
+        assert same_bits(got, f(TORCH, x))  # the torch backend takes the fused call
+
+
+@pytest.mark.parametrize("name", ["exp", "log"])
+def test_fused_equals_the_numpy_reference(name: str) -> None:
+    x = inputs()[0][:50_000]
+    ref = getattr(O, name)(NUMPY, x.numpy())
+    assert same_bits(fused(name, x), torch.from_numpy(np.asarray(ref, dtype=np.float32)))  # type: ignore[arg-type]
+
+
+def test_tensors_the_c_side_does_not_take_run_the_primitives() -> None:
+    x = torch.randn(8, 6)
+    assert fused("exp", x.t()) is None  # not contiguous
+    assert fused("exp", x.double()) is None
+    assert same_bits(O.exp(TORCH, x.t()), O.exp(Primitives(), x.t()))
+
+
+def test_the_tracer_records_the_primitives() -> None:
+    """A traced step must hold every primitive of exp (floor, ldexp_f, ...): the fused call is the torch
+    backend's alone, never an op of a trace."""
+    from gensyn_py.proof.trace import TracingBackend
+
+    tb = TracingBackend(TORCH)
+    x = tb.input("x", torch.randn(4, 3))
+    tb.output("y", O.log(tb, O.exp(tb, x)))
+    codes = {op.code for op in tb.trace().ops}
+    assert {"floor", "ldexp_f", "frexp_m", "div"} <= codes

@@ -1,0 +1,145 @@
+"""The C matmul path (repro/native_matmul.py) gives the torch path's bits and the NumPy reference's, on every route:
+one call for small products (AVX2 and baseline GEMM loops), C passes around torch's BLAS for large ones, K-chunks,
+12-bit slices; transposed and batched operands; and it hands non-finite inputs back to the general path."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gensyn_py.repro import matmul as M
+from gensyn_py.repro import native_matmul as NM
+from gensyn_py.repro.reference import matmul as ref_matmul
+
+from .test_repro_matmul import full_scale
+from .test_repro_primitives import same
+
+
+def test_the_native_modules_were_built() -> None:
+    """`pip install -e .` compiled both C modules here (the CI machine has a C compiler)."""
+    from gensyn_py.repro import fused
+
+    assert NM.native_module() is not None and fused.native_module() is not None
+
+
+@pytest.fixture(params=[True, False], ids=["avx2", "baseline"])
+def simd(request: pytest.FixtureRequest) -> Iterator[bool]:
+    c = NM.native_module()
+    c.use_simd(request.param)
+    yield request.param
+    c.use_simd(True)
+
+
+def torch_path(a: torch.Tensor, b: torch.Tensor, monkeypatch: pytest.MonkeyPatch) -> torch.Tensor:
+    """repro_matmul as it runs without the C module (and on GPUs)."""
+    with monkeypatch.context() as m:
+        m.setattr(M, "native_module", lambda: None)
+        return M.repro_matmul(a, b)
+
+
+def scaled(rng: np.random.Generator, shape: tuple[int, ...], spread: int, center: int,
+           zeros: float) -> np.ndarray[Any, Any]:
+    """Values over 2 * spread + 1 binades around 2**center (subnormals and overflow included), a share of zeros."""
+    ex = np.minimum(rng.integers(center - spread, center + spread + 1, shape), 127)
+    x = np.ldexp(rng.uniform(-1, 1, shape), ex).astype(np.float32)
+    x[rng.random(shape) < zeros] = rng.choice(np.array([0.0, -0.0], dtype=np.float32))
+    return x
+
+
+@st.composite
+def products(draw: Any) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], bool, bool]:
+    m, k, n = draw(st.integers(1, 40)), draw(st.integers(1, 300)), draw(st.integers(1, 40))
+    batch = draw(st.sampled_from([0, 1, 3]))  # 0: a 2-D product
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    spread, center = draw(st.integers(0, 40)), draw(st.integers(-150, 110))
+    zeros = draw(st.sampled_from([0.0, 0.3, 1.0]))
+    lead = (batch,) if batch else ()
+    a = scaled(rng, (*lead, m, k), spread, center, zeros)
+    b = scaled(rng, (*lead, k, n), spread, center, zeros)
+    return a, b, draw(st.booleans()), draw(st.booleans())
+
+
+def operand(x: np.ndarray[Any, Any], transposed: bool) -> torch.Tensor:
+    """x as a tensor, or as the transposed view of a contiguous transpose (same values, other strides)."""
+    t = torch.from_numpy(x)
+    return t.transpose(-1, -2).contiguous().transpose(-1, -2) if transposed else t
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(products())
+def test_native_equals_torch_path_and_reference(simd: bool, monkeypatch: pytest.MonkeyPatch,
+                                                 case: tuple[Any, Any, bool, bool]) -> None:
+    a, b, ta, tb = case
+    x, y = operand(a, ta), operand(b, tb)
+    got = NM.native_matmul(x, y)
+    assert got is not None
+    assert same(got, torch_path(x, y, monkeypatch))
+    want = ref_matmul(a, b) if a.ndim == 2 else np.stack([ref_matmul(p, q) for p, q in zip(a, b, strict=True)])
+    assert same(got, want)
+
+
+def test_large_products_take_blas_and_match(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above SMALL_WORK the exact GEMM is torch's float64 BLAS between the C passes; same bits."""
+    rng = np.random.default_rng(5)
+    for m, k, n in ((130, 96, 100), (64, 512, 40)):
+        assert m * k * n > NM.SMALL_WORK
+        a, b = scaled(rng, (m, k), 8, 0, 0.1), scaled(rng, (k, n), 8, -3, 0.1)
+        x, y = torch.from_numpy(a), torch.from_numpy(b).t().contiguous().t()
+        got = M.repro_matmul(x, y)
+        assert same(got, torch_path(x, y, monkeypatch)) and same(got, ref_matmul(a, b))
+
+
+@pytest.mark.parametrize("k", [64, 256, 4096])
+def test_chunked_and_sliced_routes_match(k: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Full-width aligned integers fail one GEMM of the whole K: the small call answers 'not one GEMM' and the
+    K-chunk (or 12-bit-slice) route runs on the C-aligned integers."""
+    rng = np.random.default_rng(k)
+    a, b = full_scale(rng, (6, k), True), full_scale(rng, (k, 5), False)
+    x, y = torch.from_numpy(a), torch.from_numpy(b)
+    out = torch.empty(6, 5)
+    code = NM.native_module().small_matmul(NM._operand(x), NM._operand(y), out.data_ptr(), 1)
+    assert code == 2  # not exact in one GEMM
+    got = M.repro_matmul(x, y)
+    assert same(got, torch_path(x, y, monkeypatch)) and same(got, ref_matmul(a, b))
+
+
+def test_signs_of_zero_and_underflow() -> None:
+    """N = 0 gives +0 (also from -0 products); a nonzero N that underflows keeps its sign."""
+    tiny = np.float32(2.0**-100)
+    a = np.array([[-0.0, 0.0], [tiny, -tiny]], dtype=np.float32)
+    b = np.array([[0.0, tiny], [-0.0, tiny]], dtype=np.float32)
+    got = NM.native_matmul(torch.from_numpy(a), torch.from_numpy(b))
+    assert got is not None and same(got, ref_matmul(a, b))
+    c = got.numpy()
+    assert math.copysign(1.0, c[0, 0]) == 1.0  # (-0)(0) + (0)(-0): N = 0
+    one = NM.native_matmul(torch.tensor([[-tiny]]), torch.tensor([[tiny]]))
+    assert one is not None and one.item() == 0.0 and math.copysign(1.0, one.item()) == -1.0
+    # the large route: a row of -0 against positive entries, N = 0 from -0 products summed by the BLAS
+    big_a = np.ones((100, 110), dtype=np.float32)
+    big_a[3] = -0.0
+    big = NM.native_matmul(torch.from_numpy(big_a), torch.ones(110, 120))
+    assert big is not None and big_a.size * 120 > NM.SMALL_WORK
+    assert not torch.signbit(big[3]).any() and bool((big[3] == 0).all())
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_inputs_go_to_the_general_path(bad: float) -> None:
+    """The C side refuses them (None), and repro_matmul still gives the reference's NaN / inf pattern."""
+    a = np.ones((4, 40), dtype=np.float32)
+    a[1, 3] = bad
+    b = np.ones((40, 3), dtype=np.float32)
+    b[5, 2] = 0.0
+    x, y = torch.from_numpy(a), torch.from_numpy(b)
+    assert NM.native_matmul(x, y) is None
+    big_a = np.ones((120, 120), dtype=np.float32)
+    big_a[7, 7] = bad
+    assert big_a.size * 120 > NM.SMALL_WORK
+    assert NM.native_matmul(torch.from_numpy(big_a), torch.from_numpy(big_a)) is None  # the large route too
+    assert same(M.repro_matmul(x, y), ref_matmul(a, b))
