@@ -1,7 +1,7 @@
-/* repro's exp and log on CPU, each one call over a float32 array (gensyn_py/repro/fused.py is the Python face).
+/* repro's exp, log and erf on CPU, each one call over a float32 array (gensyn_py/repro/fused.py is the Python face).
  *
- * ops.exp and ops.log define these functions as fixed sequences of IEEE float32 primitives (about forty torch kernels
- * each, a few microseconds of dispatch apiece). This file runs the same sequence element by element in C: every
+ * ops.exp, ops.log and ops.erf define these functions as fixed sequences of IEEE float32 primitives (forty to
+ * seventy torch kernels each, a few microseconds of dispatch apiece). This file runs the same sequence element by element in C: every
  * step is one correctly rounded float32 operation, in the same order, with the same float32 constants (passed in
  * from Python, so they are the very values ops.py uses). The build turns off floating-point contraction
  * (-ffp-contract=off): a fused multiply-add would round once where the definition rounds twice. float64 appears
@@ -21,37 +21,90 @@ static inline double pow2(int e) {
     return d;
 }
 
-/* Constants, in ops.exp's order: LOG2E, 0.5, LN2_HI, LN2_LO, then EXP_COEF[0..7]. */
+static inline double u64_as_double(uint64_t bits) {
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+/* Constants, in ops.exp's order: LOG2E, 0.5, LN2_HI, LN2_LO, then EXP_COEF[0..7]. The loops are branch-free so that
+ * the compiler can run several elements per instruction (the AVX2 builds below); each lane still performs the same
+ * float32 operations in the same order. */
 enum { EXP_CONSTS = 12 };
 
-static void exp_array(const float *x, float *y, Py_ssize_t n, const float *k) {
-    const float log2e = k[0], half = k[1], ln2_hi = k[2], ln2_lo = k[3];
-    const float *coef = k + 4;
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        const float v = x[i];
-        if (isnan(v)) {
-            y[i] = v;
-            continue;
-        }
-        const float xc = v < -104.0f ? -104.0f : (v > 89.0f ? 89.0f : v);
-        const float t = xc * log2e;
-        const float nf = floorf(t + half);
-        const float a = nf * ln2_hi;
-        const float b = nf * ln2_lo;
-        const float r = (xc - a) - b;
-        float p = coef[0];
-        for (int j = 1; j < 8; ++j) {
-            const float pr = p * r;
-            p = pr + coef[j];
-        }
-        y[i] = (float)((double)p * pow2((int)nf)); /* |nf| <= 151: an exact product, one rounding */
+static inline __attribute__((always_inline)) float exp1(float v, const float *k) {
+    const int nan = v != v;
+    float xc = nan ? 0.0f : v;
+    xc = xc < -104.0f ? -104.0f : (xc > 89.0f ? 89.0f : xc);
+    const float t = xc * k[0];
+    const float nf = floorf(t + k[1]);
+    const float a = nf * k[2];
+    const float b = nf * k[3];
+    const float r = (xc - a) - b;
+    float p = k[4];
+    for (int j = 5; j < 12; ++j) {
+        const float pr = p * r;
+        p = pr + k[j];
     }
+    /* 2**nf exactly (|nf| <= 151), the product exact in float64, one rounding to float32 */
+    const int64_t e = (int64_t)(int32_t)nf + 1023;
+    const float out = (float)((double)p * u64_as_double((uint64_t)e << 52));
+    return nan ? v : out;
 }
+
+/* Constants, in ops.erf's order: 1.0, ERF_AS_P, 0.0, ERF_TAYLOR[0..10], ERF_AS[0..4], then exp's twelve. */
+enum { ERF_CONSTS = 3 + 11 + 5 + EXP_CONSTS };
+
+static inline __attribute__((always_inline)) float erf1(float x, const float *k) {
+    const float one = k[0], as_p = k[1], zero = k[2];
+    const float *taylor = k + 3, *as = k + 14;
+    const float a = fabsf(x);
+    const float w = x * x;
+    float ps = taylor[0];
+    for (int j = 1; j < 11; ++j) {
+        const float pw = ps * w;
+        ps = pw + taylor[j];
+    }
+    const float small = x * ps;
+    const float am = a * as_p;
+    const float t = one / (one + am);
+    float pt = as[0];
+    for (int j = 1; j < 5; ++j) {
+        const float pp = pt * t;
+        pt = pp + as[j];
+    }
+    const float tp = t * pt;
+    const float ex = exp1(-w, k + 19);
+    const float prod = tp * ex;
+    float big = one - prod;
+    big = x < zero ? -big : big;
+    const float y = a < one ? small : big;
+    return x != x ? x : y;
+}
+
+#define BASELINE_LOOP(name, fn)                                                                          \
+    static void name##_baseline(const float *restrict x, float *restrict y, Py_ssize_t n,                \
+                                const float *restrict k) {                                               \
+        for (Py_ssize_t i = 0; i < n; ++i) y[i] = fn(x[i], k);                                          \
+    }
+#define AVX2_LOOP(name, fn)                                                                              \
+    __attribute__((target("avx2"))) static void name##_avx2(const float *restrict x, float *restrict y,  \
+                                                             Py_ssize_t n, const float *restrict k) {     \
+        for (Py_ssize_t i = 0; i < n; ++i) y[i] = fn(x[i], k);                                          \
+    }
+
+BASELINE_LOOP(exp, exp1)
+BASELINE_LOOP(erf, erf1)
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX2_LOOPS 1
+AVX2_LOOP(exp, exp1)
+AVX2_LOOP(erf, erf1)
+#endif
 
 /* Constants, in ops.log's order: SQRT_HALF, 1.0, LN2_HI, LN2_LO, then LOG_COEF[0..4]. */
 enum { LOG_CONSTS = 9 };
 
-static void log_array(const float *x, float *y, Py_ssize_t n, const float *k) {
+static void log_array(const float *restrict x, float *restrict y, Py_ssize_t n, const float *restrict k) {
     const float sqrt_half = k[0], one = k[1], ln2_hi = k[2], ln2_lo = k[3];
     const float *coef = k + 4;
     for (Py_ssize_t i = 0; i < n; ++i) {
@@ -83,7 +136,26 @@ static void log_array(const float *x, float *y, Py_ssize_t n, const float *k) {
     }
 }
 
-static PyObject *run(PyObject *args, void (*f)(const float *, float *, Py_ssize_t, const float *), Py_ssize_t consts) {
+typedef void (*array_fn)(const float *restrict, float *restrict, Py_ssize_t, const float *restrict);
+
+static array_fn exp_array = exp_baseline, erf_array = erf_baseline;
+
+/* The AVX2 loops where `simd` is asked for and the processor has it, else the baseline (the tests run both). */
+static void choose_simd(int simd) {
+    exp_array = exp_baseline;
+    erf_array = erf_baseline;
+#ifdef HAVE_AVX2_LOOPS
+    __builtin_cpu_init();
+    if (simd && __builtin_cpu_supports("avx2")) {
+        exp_array = exp_avx2;
+        erf_array = erf_avx2;
+    }
+#else
+    (void)simd;
+#endif
+}
+
+static PyObject *run(PyObject *args, array_fn f, Py_ssize_t consts) {
     unsigned long long x_ptr, y_ptr, k_ptr;
     Py_ssize_t n, k_len;
     if (!PyArg_ParseTuple(args, "KKnKn", &x_ptr, &y_ptr, &n, &k_ptr, &k_len)) return NULL;
@@ -99,13 +171,26 @@ static PyObject *run(PyObject *args, void (*f)(const float *, float *, Py_ssize_
 
 static PyObject *exp_(PyObject *self, PyObject *args) { return run(args, exp_array, EXP_CONSTS); }
 static PyObject *log_(PyObject *self, PyObject *args) { return run(args, log_array, LOG_CONSTS); }
+static PyObject *erf_(PyObject *self, PyObject *args) { return run(args, erf_array, ERF_CONSTS); }
+
+static PyObject *use_simd(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    choose_simd(on);
+    return PyBool_FromLong(exp_array != exp_baseline);
+}
 
 static PyMethodDef METHODS[] = {
     {"exp", exp_, METH_VARARGS, "exp(x, y, n, consts, count): ops.exp over n contiguous float32 values."},
     {"log", log_, METH_VARARGS, "log(x, y, n, consts, count): ops.log over n contiguous float32 values."},
+    {"erf", erf_, METH_VARARGS, "erf(x, y, n, consts, count): ops.erf over n contiguous float32 values."},
+    {"use_simd", use_simd, METH_VARARGS, "Take the AVX2 loops where there are (True) or the baselines."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_fused_native", NULL, -1, METHODS};
 
-PyMODINIT_FUNC PyInit__fused_native(void) { return PyModule_Create(&MODULE); }
+PyMODINIT_FUNC PyInit__fused_native(void) {
+    choose_simd(1);
+    return PyModule_Create(&MODULE);
+}

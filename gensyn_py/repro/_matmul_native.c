@@ -28,15 +28,20 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* A block's statistics for the choice of an exact summation (see one_gemm_exact): the largest L1 norm of a block's
  * integers (exact in float64: below 2**38) and the largest sum of their squares (float64, within a relative
- * 2**-39 of the exact sum, summed in any order: the caller's bound keeps a margin for it). */
+ * 2**-39 of the exact sum, summed in any order: the caller's bound keeps a margin for it). Where `groups` is set,
+ * each block's sums of squares over `g` equal groups of K are written there too (block-major: g per block), for
+ * the choice of K-chunks (exact_chunks.py). */
 typedef struct {
     double l1, sq;
+    double *groups;
+    Py_ssize_t g;
 } stats_t;
 
 static inline int field_of(uint32_t bits) { return (int)((bits >> 23) & 0xFF); }
@@ -55,6 +60,7 @@ static inline double pow2(int e) {
  * block units. Returns 1 when an entry is not finite (then q is incomplete). */
 static int align_rows(const uint32_t *x, Py_ssize_t r, Py_ssize_t k, double *q, double *units, stats_t *st) {
     double l1_top = 0.0, sq_top = 0.0;
+    const Py_ssize_t g = st->groups ? st->g : 1, len = k / g;
     for (Py_ssize_t i = 0; i < r; ++i) {
         const uint32_t *row = x + i * k;
         int top = 1;
@@ -66,12 +72,17 @@ static int align_rows(const uint32_t *x, Py_ssize_t r, Py_ssize_t k, double *q, 
         const double c = 1.5 * pow2(top - 98), inv = pow2(150 - top);
         const float *xf = (const float *)row;
         double *qrow = q + i * k, l1 = 0.0, sq = 0.0;
-#pragma omp simd reduction(+ : l1, sq)
-        for (Py_ssize_t p = 0; p < k; ++p) {
-            double v = (((double)xf[p] + c) - c) * inv;
-            qrow[p] = v;
-            l1 += v < 0 ? -v : v;
-            sq += v * v;
+        for (Py_ssize_t grp = 0; grp < g; ++grp) {
+            double gsq = 0.0;
+#pragma omp simd reduction(+ : l1, gsq)
+            for (Py_ssize_t p = grp * len; p < (grp + 1) * len; ++p) {
+                double v = (((double)xf[p] + c) - c) * inv;
+                qrow[p] = v;
+                l1 += v < 0 ? -v : v;
+                gsq += v * v;
+            }
+            if (st->groups) st->groups[i * g + grp] = gsq;
+            sq += gsq;
         }
         units[i] = pow2(top - 150);
         l1_top = l1 > l1_top ? l1 : l1_top;
@@ -82,11 +93,12 @@ static int align_rows(const uint32_t *x, Py_ssize_t r, Py_ssize_t k, double *q, 
     return 0;
 }
 
-/* Blocks are the columns of the row-major k x n float32 x (scratch: 5 * n doubles). */
+/* Blocks are the columns of the row-major k x n float32 x (scratch: 6 * n doubles). */
 static int align_columns(const uint32_t *x, Py_ssize_t k, Py_ssize_t n, double *q, double *units, double *scratch,
                          stats_t *st) {
-    double *c = scratch, *inv = scratch + n, *l1 = scratch + 2 * n, *sq = scratch + 3 * n;
-    int *top = (int *)(void *)(scratch + 4 * n);
+    double *c = scratch, *inv = scratch + n, *l1 = scratch + 2 * n, *sq = scratch + 3 * n, *gsq = scratch + 4 * n;
+    int *top = (int *)(void *)(scratch + 5 * n);
+    const Py_ssize_t g = st->groups ? st->g : 1, len = k / g;
     for (Py_ssize_t j = 0; j < n; ++j) top[j] = 1;
     int any = 1;
     for (Py_ssize_t p = 0; p < k; ++p) {
@@ -104,6 +116,7 @@ static int align_columns(const uint32_t *x, Py_ssize_t k, Py_ssize_t n, double *
         inv[j] = pow2(150 - t);
         l1[j] = 0.0;
         sq[j] = 0.0;
+        gsq[j] = 0.0;
         units[j] = pow2(t - 150);
     }
     for (Py_ssize_t p = 0; p < k; ++p) {
@@ -113,7 +126,14 @@ static int align_columns(const uint32_t *x, Py_ssize_t k, Py_ssize_t n, double *
             double v = (((double)xf[j] + c[j]) - c[j]) * inv[j];
             qrow[j] = v;
             l1[j] += v < 0 ? -v : v;
-            sq[j] += v * v;
+            gsq[j] += v * v;
+        }
+        if ((p + 1) % len == 0) { /* the end of a group of K */
+            for (Py_ssize_t j = 0; j < n; ++j) {
+                if (st->groups) st->groups[j * g + p / len] = gsq[j];
+                sq[j] += gsq[j];
+                gsq[j] = 0.0;
+            }
         }
     }
     double l1_top = 0.0, sq_top = 0.0;
@@ -265,14 +285,14 @@ static int align_item(const operand_t *x, Py_ssize_t t, int by_rows, double *q, 
  * above (anything but DONE leaves out incomplete, and the caller takes the general path). */
 static int small_product(const operand_t *a, const operand_t *b, float *out, Py_ssize_t batch) {
     const Py_ssize_t m = a->rows, k = a->cols, n = b->cols;
-    const Py_ssize_t doubles = m * k + k * n + m * n + m + n + 5 * n, words = m * k > k * n ? m * k : k * n;
+    const Py_ssize_t doubles = m * k + k * n + m * n + m + n + 6 * n, words = m * k > k * n ? m * k : k * n;
     double *qa = workspace(sizeof(double) * (size_t)doubles + sizeof(uint32_t) * (size_t)words);
     if (!qa) return NO_MEMORY;
     double *qb = qa + m * k, *acc = qb + k * n, *ua = acc + m * n, *ub = ua + m, *scratch = ub + n;
-    uint32_t *copy = (uint32_t *)(void *)(scratch + 5 * n);
+    uint32_t *copy = (uint32_t *)(void *)(scratch + 6 * n);
     int code = DONE;
     for (Py_ssize_t t = 0; t < batch && code == DONE; ++t) {
-        stats_t sa, sb;
+        stats_t sa = {0.0, 0.0, NULL, 1}, sb = {0.0, 0.0, NULL, 1};
         if (align_item(a, t, 1, qa, ua, copy, scratch, &sa) || align_item(b, t, 0, qb, ub, copy, scratch, &sb)) {
             code = NOT_FINITE;
         } else if (!one_gemm_exact(k, &sa, &sb)) {
@@ -316,25 +336,34 @@ static PyObject *small_matmul(PyObject *self, PyObject *args) {
     return PyLong_FromLong(code);
 }
 
-/* align((x, rows, cols, strides...), batch, by_rows, q, units) -> (not finite, largest L1, largest sum of squares):
- * q (batch, rows, cols) row-major float64, units (batch, blocks). */
+/* align((x, rows, cols, strides...), batch, by_rows, q, units, groups, g) -> (not finite, largest L1, largest sum of
+ * squares): q (batch, rows, cols) row-major float64, units (batch, blocks); where `groups` is not 0, each block's
+ * sums of squares over g equal groups of K there, (batch, blocks, g) float64. */
 static PyObject *align(PyObject *self, PyObject *args) {
     PyObject *tx;
     operand_t x;
-    Py_ssize_t batch;
+    Py_ssize_t batch, g;
     int by_rows;
-    unsigned long long q_ptr, units_ptr;
-    if (!PyArg_ParseTuple(args, "O!npKK", &PyTuple_Type, &tx, &batch, &by_rows, &q_ptr, &units_ptr)) return NULL;
+    unsigned long long q_ptr, units_ptr, groups_ptr;
+    if (!PyArg_ParseTuple(args, "O!npKKKn", &PyTuple_Type, &tx, &batch, &by_rows, &q_ptr, &units_ptr, &groups_ptr,
+                          &g))
+        return NULL;
     if (!parse_operand(tx, &x)) return NULL;
-    const Py_ssize_t r = x.rows, c = x.cols, blocks = by_rows ? r : c;
-    double *scratch = malloc(sizeof(double) * (size_t)(5 * c) + sizeof(uint32_t) * (size_t)(r * c));
+    const Py_ssize_t r = x.rows, c = x.cols, blocks = by_rows ? r : c, k = by_rows ? c : r;
+    if (g < 1 || k % g) {
+        PyErr_SetString(PyExc_ValueError, "align: the groups must divide K");
+        return NULL;
+    }
+    double *scratch = malloc(sizeof(double) * (size_t)(6 * c) + sizeof(uint32_t) * (size_t)(r * c));
     if (!scratch) return PyErr_NoMemory();
-    uint32_t *copy = (uint32_t *)(void *)(scratch + 5 * c);
+    uint32_t *copy = (uint32_t *)(void *)(scratch + 6 * c);
     double *q = (double *)(uintptr_t)q_ptr, *units = (double *)(uintptr_t)units_ptr;
-    stats_t all = {0.0, 0.0}, one;
+    double *groups = (double *)(uintptr_t)groups_ptr;
+    stats_t all = {0.0, 0.0, NULL, g};
     int special = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t t = 0; t < batch && !special; ++t) {
+        stats_t one = {0.0, 0.0, groups ? groups + t * blocks * g : NULL, g};
         special = align_item(&x, t, by_rows, q + t * r * c, units + t * blocks, copy, scratch, &one);
         all.l1 = one.l1 > all.l1 ? one.l1 : all.l1;
         all.sq = one.sq > all.sq ? one.sq : all.sq;
@@ -344,10 +373,112 @@ static PyObject *align(PyObject *self, PyObject *args) {
     return Py_BuildValue("(Odd)", special ? Py_True : Py_False, all.l1, all.sq);
 }
 
+/* accumulate(part, hi, lo, count, start): adds one K-chunk's exact product (float64 integers below 2**53,
+ * exact_chunks.py) into the exact running sum hi + lo with TwoSum: hi takes the rounded sum and lo gathers the
+ * rounding errors (assigned when `start`: hi held only the first chunk), integers far below 2**53 (at most 64 chunks
+ * of at most 2**53 each: every error is below 2**6), so hi + lo is the exact sum. Returns whether any error was
+ * nonzero (else hi alone is exact). */
+static PyObject *accumulate(PyObject *self, PyObject *args) {
+    unsigned long long part_ptr, hi_ptr, lo_ptr;
+    Py_ssize_t count;
+    int start;
+    if (!PyArg_ParseTuple(args, "KKKnp", &part_ptr, &hi_ptr, &lo_ptr, &count, &start)) return NULL;
+    const double *restrict part = (const double *)(uintptr_t)part_ptr;
+    double *restrict hi = (double *)(uintptr_t)hi_ptr, *restrict lo = (double *)(uintptr_t)lo_ptr;
+    double any = 0.0;
+    Py_BEGIN_ALLOW_THREADS
+#pragma omp simd reduction(+ : any)
+    for (Py_ssize_t i = 0; i < count; ++i) {
+        const double a = hi[i], b = part[i], sum = a + b, bb = sum - a;
+        const double err = (a - (sum - bb)) + (b - bb);
+        hi[i] = sum;
+        lo[i] = start ? err : lo[i] + err;
+        any += fabs(err); /* integers below 2**6 each: the sum is zero exactly when every error is */
+    }
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(any != 0.0);
+}
+
+/* finish_pair(hi, lo, ua, ub, out, batch, rows, cols): out = float32((hi + lo) * ua * ub), the exact integer
+ * hi + lo rounded once: TwoSum gives s = fl(hi + lo) and its exact error e; where e is nonzero and s even, s moves one
+ * unit toward e (rounding to odd at 53 bits), and converting that to float32 (24 bits or fewer) is the one RNE
+ * rounding of the sum, since 53 >= 24 + 2. A zero sum gives +0. */
+static PyObject *finish_pair(PyObject *self, PyObject *args) {
+    unsigned long long hi_ptr, lo_ptr, ua_ptr, ub_ptr, out_ptr;
+    Py_ssize_t batch, rows, cols;
+    if (!PyArg_ParseTuple(args, "KKKKKnnn", &hi_ptr, &lo_ptr, &ua_ptr, &ub_ptr, &out_ptr, &batch, &rows, &cols))
+        return NULL;
+    const double *hi = (const double *)(uintptr_t)hi_ptr, *lo = (const double *)(uintptr_t)lo_ptr;
+    const double *ua = (const double *)(uintptr_t)ua_ptr, *ub = (const double *)(uintptr_t)ub_ptr;
+    float *out = (float *)(uintptr_t)out_ptr;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t b = 0; b < batch; ++b) {
+        for (Py_ssize_t i = 0; i < rows; ++i) {
+            const Py_ssize_t row = (b * rows + i) * cols;
+            const double *urow = ub + b * cols;
+            const double a = ua[b * rows + i];
+            for (Py_ssize_t j = 0; j < cols; ++j) {
+                const double x = hi[row + j], y = lo[row + j], s = x + y, bb = s - x;
+                const double e = (x - (s - bb)) + (y - bb);
+                double v = s + 0.0; /* -0 -> +0 */
+                if (e != 0.0) {
+                    uint64_t bits;
+                    memcpy(&bits, &v, sizeof bits);
+                    if (!(bits & 1)) bits += ((e > 0.0) == (v > 0.0)) ? 1 : (uint64_t)-1;
+                    memcpy(&v, &bits, sizeof v);
+                }
+                out[row + j] = (float)((v * a) * urow[j]);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* sum_blocks((x, rows, cols, strides...), by_rows, out) -> not finite: the sum rule (matmul.repro_sum) over each
+ * row (`by_rows`) or each column of a 2-D x: the block's aligned integers added exactly (below 2**38: any order),
+ * times the block unit, rounded once; a zero sum gives +0. out: rows (or cols) contiguous float32. */
+static PyObject *sum_blocks(PyObject *self, PyObject *args) {
+    PyObject *tx;
+    operand_t x;
+    int by_rows;
+    unsigned long long out_ptr;
+    if (!PyArg_ParseTuple(args, "O!pK", &PyTuple_Type, &tx, &by_rows, &out_ptr)) return NULL;
+    if (!parse_operand(tx, &x)) return NULL;
+    const Py_ssize_t r = x.rows, c = x.cols, blocks = by_rows ? r : c;
+    double *q = workspace(sizeof(double) * (size_t)(r * c + blocks + 6 * c) + sizeof(uint32_t) * (size_t)(r * c));
+    if (!q) return PyErr_NoMemory();
+    double *units = q + r * c, *scratch = units + blocks;
+    uint32_t *copy = (uint32_t *)(void *)(scratch + 6 * c);
+    float *out = (float *)(uintptr_t)out_ptr;
+    stats_t st = {0.0, 0.0, NULL, 1};
+    int special;
+    Py_BEGIN_ALLOW_THREADS
+    special = align_item(&x, 0, by_rows, q, units, copy, scratch, &st);
+    if (!special) {
+        if (by_rows) {
+            for (Py_ssize_t i = 0; i < r; ++i) {
+                double total = 0.0;
+#pragma omp simd reduction(+ : total)
+                for (Py_ssize_t j = 0; j < c; ++j) total += q[i * c + j];
+                out[i] = (float)((total + 0.0) * units[i]);
+            }
+        } else {
+            double *total = scratch; /* c entries */
+            for (Py_ssize_t j = 0; j < c; ++j) total[j] = 0.0;
+            for (Py_ssize_t i = 0; i < r; ++i)
+                for (Py_ssize_t j = 0; j < c; ++j) total[j] += q[i * c + j];
+            for (Py_ssize_t j = 0; j < c; ++j) out[j] = (float)((total[j] + 0.0) * units[j]);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(special);
+}
+
 /* one_gemm_exact(k, l1_a, sq_a, l1_b, sq_b) -> bool: the same test small_matmul applies. */
 static PyObject *one_gemm(PyObject *self, PyObject *args) {
     Py_ssize_t k;
-    stats_t a, b;
+    stats_t a = {0.0, 0.0, NULL, 1}, b = {0.0, 0.0, NULL, 1};
     if (!PyArg_ParseTuple(args, "ndddd", &k, &a.l1, &a.sq, &b.l1, &b.sq)) return NULL;
     return PyBool_FromLong(one_gemm_exact(k, &a, &b));
 }
@@ -380,6 +511,9 @@ static PyMethodDef METHODS[] = {
     {"align", align, METH_VARARGS, "Aligned integers and block units of an operand, and its largest block norms."},
     {"one_gemm_exact", one_gemm, METH_VARARGS, "Whether one float64 GEMM of the aligned integers is exact."},
     {"finish", finish, METH_VARARGS, "float32(n * ua * ub), +0 for n == 0: the rule's one rounding."},
+    {"accumulate", accumulate, METH_VARARGS, "Add one K-chunk's exact product into a float64 pair sum (TwoSum)."},
+    {"finish_pair", finish_pair, METH_VARARGS, "finish for N = hi + lo: round to odd at 53 bits, then to float32."},
+    {"sum_blocks", sum_blocks, METH_VARARGS, "The sum rule over each row or column: True where not finite."},
     {"use_simd", use_simd, METH_VARARGS, "Take the AVX2 GEMM loop where there is one (True) or the baseline."},
     {NULL, NULL, 0, NULL},
 };

@@ -27,7 +27,7 @@ GROUPS = 64  # the finest split considered: chunk boundaries are multiples of K 
 MIN_CHUNK = 32  # the shortest chunk: a GEMM of fewer terms runs far below the BLAS's speed
 
 
-def _groups(k: int) -> int:
+def groups_of(k: int) -> int:
     """The largest power of two up to GROUPS that divides K (the chunks are equal)."""
     g = GROUPS
     while k % g:
@@ -54,9 +54,16 @@ def chunk_count(qa: Tensor, qb: Tensor) -> int | None:
     shorter than MIN_CHUNK (or more than GROUPS) would be needed, or an input is not finite (its block
     turned into NaN, so every comparison below is false)."""
     k = qa.shape[-1]
-    g = _groups(k)
+    g = groups_of(k)
     fa = _group_squares(qa, -1, g).reshape(-1, g)  # a row of A per row
     fb = _group_squares(qb, -2, g).reshape(-1, g)  # a column of B per row
+    return count_from_squares(fa, fb, k)
+
+
+def count_from_squares(fa: Tensor, fb: Tensor, k: int) -> int | None:
+    """chunk_count from the sums of squares over groups_of(k) equal groups of K: fa (rows of A, g), fb (columns
+    of B, g), float64, each within a relative 2**-39 of the exact sums."""
+    g = fa.shape[-1]
     c = 1
     while c <= min(g, max(1, k // MIN_CHUNK)):
         ma = torch.amax(torch.sum(fa.reshape(-1, c, g // c), dim=-1), dim=0)  # (c,) largest row, per chunk

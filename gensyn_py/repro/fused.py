@@ -1,10 +1,10 @@
-"""repro's exp and log in one C call each on CPU (``_fused_native.c``), the same bits as their primitive sequences.
+"""repro's exp, log and erf in one C call each on CPU (``_fused_native.c``), the same bits as their primitive sequences.
 
-``ops.exp`` and ``ops.log`` are defined as fixed sequences of float32 primitives, and every backend that records
+``ops.exp``, ``ops.log`` and ``ops.erf`` are defined as fixed sequences of float32 primitives, and every backend that records
 or re-executes a step (the tracer, the NumPy reference) runs those sequences. The torch backend on CPU asks here
 first: the C module runs the very same sequence element by element, every step one correctly rounded float32
 operation with the same constants, so the result is bit-identical (``tests/unit/test_repro_fused.py``) at the cost
-of one call instead of about forty kernels. Without the module (no C compiler at install time), or for a tensor
+of one call instead of forty to seventy kernels. Without the module (no C compiler at install time), or for a tensor
 that is not a contiguous float32 CPU one, this returns None and the caller runs the primitives.
 """
 
@@ -29,20 +29,21 @@ def native_module() -> Any:
 
 
 def _constants(name: str) -> Tensor:
-    """The float32 constants of ops.exp / ops.log in the order the C code reads them (made the way ``const``
+    """The float32 constants of ops.exp / ops.log / ops.erf in the order the C code reads them (made the way ``const``
     makes them: each double rounded once to float32)."""
     t = _CONSTS.get(name)
     if t is None:
         from gensyn_py.repro import ops as O
 
-        values = ([O.LOG2E, 0.5, O.LN2_HI, O.LN2_LO, *O.EXP_COEF] if name == "exp"
-                  else [O.SQRT_HALF, 1.0, O.LN2_HI, O.LN2_LO, *O.LOG_COEF])
+        exp = [O.LOG2E, 0.5, O.LN2_HI, O.LN2_LO, *O.EXP_COEF]
+        values = {"exp": exp, "log": [O.SQRT_HALF, 1.0, O.LN2_HI, O.LN2_LO, *O.LOG_COEF],
+                  "erf": [1.0, O.ERF_AS_P, 0.0, *O.ERF_TAYLOR, *O.ERF_AS, *exp]}[name]
         t = _CONSTS[name] = torch.tensor(values, dtype=torch.float32)
     return t
 
 
 def fused(name: str, x: Tensor) -> Tensor | None:
-    """`name` ("exp" or "log") of x in one C call, or None where the primitives must run instead."""
+    """`name` ("exp", "log" or "erf") of x in one C call, or None where the primitives must run instead."""
     if _c is None or not x.is_cpu or x.dtype != torch.float32 or not x.is_contiguous():
         return None
     y = torch.empty_like(x)

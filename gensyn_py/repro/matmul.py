@@ -42,7 +42,7 @@ from torch import Tensor
 
 from gensyn_py.repro.crt_matmul import crt_matmul, round_int
 from gensyn_py.repro.exact_chunks import chunk_count
-from gensyn_py.repro.native_matmul import native_matmul, native_module
+from gensyn_py.repro.native_matmul import native_matmul, native_module, native_sum
 from gensyn_py.repro.opset import MAX_K
 
 F32 = torch.float32
@@ -300,6 +300,10 @@ def repro_sum(x: Tensor, dim: int) -> Tensor:
         raise TypeError("repro_sum takes a 2-D float32 tensor")
     if x.shape[dim] > MAX_K:
         raise ValueError(f"repro_sum supports at most {MAX_K} terms")
+    if x.is_cpu and native_module() is not None:
+        n = native_sum(x, dim)
+        if n is not None:
+            return n
     r, _ = _rounded(x, dim)
     c = torch.add(torch.sum(r, dim=dim, keepdim=True), _scalar("zero", x.device)).float()
     if math.isfinite(torch.sum(c).item()):

@@ -14,12 +14,14 @@ cases.
 
 from __future__ import annotations
 
+import math
+import threading
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from gensyn_py.repro.exact_chunks import chunk_count
+from gensyn_py.repro.exact_chunks import count_from_squares, groups_of
 
 try:
     from gensyn_py.repro import _matmul_native as _c  # type: ignore[attr-defined]
@@ -66,29 +68,84 @@ def native_matmul(a: Tensor, b: Tensor) -> Tensor | None:
     return c if c is None or a.dim() == 3 else c.squeeze(0)
 
 
-def _aligned(x: Tensor, by_rows: bool) -> tuple[Tensor, Tensor, bool, float, float]:
-    """(q, units, not finite, largest block L1, largest block sum of squares) of a 3-D float32 operand: q the
-    aligned integers (float64, x's shape, contiguous), units the block units (keepdim shape)."""
+def native_sum(x: Tensor, dim: int) -> Tensor | None:
+    """matmul.repro_sum of a 2-D float32 CPU tensor along dim (0 or 1), keepdim, in one C call; None where an
+    entry is not finite."""
+    out = torch.empty((x.shape[0], 1) if dim == 1 else (1, x.shape[1]), dtype=F32)
+    return None if _c.sum_blocks(_operand(x), dim == 1, out.data_ptr()) else out
+
+
+def _aligned(x: Tensor, by_rows: bool, groups: int) -> tuple[Tensor, Tensor, Tensor, bool, float, float]:
+    """(q, units, squares, not finite, largest block L1, largest block sum of squares) of a 3-D float32 operand: q
+    the aligned integers (float64, x's shape, contiguous; this thread's scratch, valid until its next product),
+    units the block units (keepdim shape), squares each block's sums of squares over `groups` equal groups of K
+    (blocks, groups)."""
     bt, r, cols = x.shape
-    q = torch.empty((bt, r, cols), dtype=F64)
+    q = _scratch(A_SLOT if by_rows else B_SLOT, x.shape)
     units = torch.empty((bt, r, 1) if by_rows else (bt, 1, cols), dtype=F64)
-    special, l1, sq = _c.align(_operand(x), bt, by_rows, q.data_ptr(), units.data_ptr())
-    return q, units, special, l1, sq
+    squares = torch.empty((bt * (r if by_rows else cols), groups), dtype=F64)
+    special, l1, sq = _c.align(_operand(x), bt, by_rows, q.data_ptr(), units.data_ptr(), squares.data_ptr(), groups)
+    return q, units, squares, special, l1, sq
 
 
 def _large(a: Tensor, b: Tensor) -> Tensor | None:
+    """Align in C, multiply with torch's float64 BLAS (the whole K, or K-chunks summed exactly in int64), round in
+    C; the 12-bit slices of matmul.py where no few chunks are exact."""
     from gensyn_py.repro.matmul import rounded_in_chunks
 
-    qa, ua, special, l1_a, sq_a = _aligned(a, by_rows=True)
+    k = a.shape[-1]
+    g = groups_of(k)
+    qa, ua, fa, special, l1_a, sq_a = _aligned(a, True, g)
     if special:
         return None
-    qb, ub, special, l1_b, sq_b = _aligned(b, by_rows=False)
+    qb, ub, fb, special, l1_b, sq_b = _aligned(b, False, g)
     if special:
         return None
-    chunks = 1 if _c.one_gemm_exact(a.shape[-1], l1_a, sq_a, l1_b, sq_b) else chunk_count(qa, qb)
-    if chunks != 1:
-        return rounded_in_chunks(qa, qb, ua, ub, chunks)
-    n = torch.bmm(qa, qb)
-    out = torch.empty(n.shape, dtype=F32)
-    _c.finish(n.data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(), *n.shape)
+    chunks = 1 if _c.one_gemm_exact(k, l1_a, sq_a, l1_b, sq_b) else count_from_squares(fa, fb, k)
+    out = torch.empty((qa.shape[0], qa.shape[1], qb.shape[2]), dtype=F32)
+    if chunks == 1:
+        n = torch.bmm(qa, qb)
+        _c.finish(n.data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(), *n.shape)
+        return out
+    if chunks is None:
+        return rounded_in_chunks(qa, qb, ua, ub, None)
+    hi, lo, part = (_scratch(slot, out.shape) for slot in (SUM_SLOT, ERR_SLOT, PART_SLOT))
+    step = k // chunks
+
+    def chunk(i: int, into: Tensor) -> Tensor:
+        return torch.bmm(qa[..., i * step:(i + 1) * step], qb[..., i * step:(i + 1) * step, :], out=into)
+
+    chunk(0, hi)
+    if chunks == 2:  # N = hi + part exactly: the final rounding adds them
+        _c.finish_pair(hi.data_ptr(), chunk(1, part).data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(),
+                       *out.shape)
+        return out
+    inexact = False
+    for i in range(1, chunks):
+        inexact |= _c.accumulate(chunk(i, part).data_ptr(), hi.data_ptr(), lo.data_ptr(), hi.numel(), i == 1)
+    if inexact:
+        _c.finish_pair(hi.data_ptr(), lo.data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(), *out.shape)
+    else:  # every partial sum of the chunks was exact in float64: hi is N
+        _c.finish(hi.data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(), *out.shape)
     return out
+
+_SCRATCH = threading.local()
+
+
+KEPT_SCRATCH = 2**22  # float64 entries (32 MB) per buffer at most are kept between products
+
+
+A_SLOT, B_SLOT, SUM_SLOT, ERR_SLOT, PART_SLOT = range(5)  # aligned A and B, the chunk sum, its errors, a chunk
+
+
+def _scratch(slot: int, shape: torch.Size | tuple[int, ...]) -> Tensor:
+    """A float64 buffer of `shape` kept per thread between products (a fresh one of megabytes costs page faults
+    that take about as long as the pass that fills it). Larger ones than KEPT_SCRATCH are made afresh each time."""
+    held: dict[int, Tensor] = _SCRATCH.__dict__.setdefault("buffers", {})
+    n = math.prod(shape)
+    if n > KEPT_SCRATCH:
+        return torch.empty(shape, dtype=F64)
+    t = held.get(slot)
+    if t is None or t.numel() < n:
+        t = held[slot] = torch.empty(n, dtype=F64)
+    return t[:n].view(shape)

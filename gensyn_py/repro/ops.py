@@ -108,6 +108,9 @@ def tanh(be: Backend, x: Arr) -> Arr:
 def erf(be: Backend, x: Arr) -> Arr:
     """erf: |x| < 1: x * P(x*x), the Taylor series to x**21; else A&S 7.1.26 (absolute error <= 1.5e-7):
     1 - (t * poly(t)) * exp(-x*x) with t = 1 / (1 + 0.3275911 |x|) and the sign of x; NaN -> NaN."""
+    y = _fused(be, "erf", x)
+    if y is not None:
+        return y
     one = be.const(1.0, x)
     a = be.abs(x)
     w = be.mul(x, x)

@@ -1,8 +1,9 @@
-"""exp and log in one C call (repro/fused.py) give their primitive sequences' bits on every float32 class, the
+"""exp, log and erf in one C call (repro/fused.py) give their primitive sequences' bits on every float32 class, the
 tracer still records the primitives, and tensors the C side does not take go back to the primitives."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -40,8 +41,17 @@ def inputs() -> list[torch.Tensor]:
             torch.from_numpy(np.abs(typical)).reshape(400, 500)]
 
 
-@pytest.mark.parametrize("name", ["exp", "log"])
-def test_fused_equals_the_primitive_sequence(name: str) -> None:
+@pytest.fixture(params=[True, False], ids=["avx2", "baseline"])
+def simd(request: pytest.FixtureRequest) -> Iterator[bool]:
+    from gensyn_py.repro.fused import native_module
+
+    native_module().use_simd(request.param)
+    yield request.param
+    native_module().use_simd(True)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "erf"])
+def test_fused_equals_the_primitive_sequence(name: str, simd: bool) -> None:
     f = getattr(O, name)
     for x in inputs():
         got = fused(name, x)
@@ -50,7 +60,7 @@ def test_fused_equals_the_primitive_sequence(name: str) -> None:
         assert same_bits(got, f(TORCH, x))  # the torch backend takes the fused call
 
 
-@pytest.mark.parametrize("name", ["exp", "log"])
+@pytest.mark.parametrize("name", ["exp", "log", "erf"])
 def test_fused_equals_the_numpy_reference(name: str) -> None:
     x = inputs()[0][:50_000]
     ref = getattr(O, name)(NUMPY, x.numpy())
@@ -71,6 +81,7 @@ def test_the_tracer_records_the_primitives() -> None:
 
     tb = TracingBackend(TORCH)
     x = tb.input("x", torch.randn(4, 3))
-    tb.output("y", O.log(tb, O.exp(tb, x)))
-    codes = {op.code for op in tb.trace().ops}
-    assert {"floor", "ldexp_f", "frexp_m", "div"} <= codes
+    tb.output("y", O.erf(tb, O.log(tb, O.exp(tb, x))))
+    codes = [op.code for op in tb.trace().ops]
+    assert {"floor", "ldexp_f", "frexp_m", "div"} <= set(codes)
+    assert codes.count("ldexp_f") == 2  # exp's and the one inside erf

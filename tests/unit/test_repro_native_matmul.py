@@ -143,3 +143,21 @@ def test_non_finite_inputs_go_to_the_general_path(bad: float) -> None:
     assert big_a.size * 120 > NM.SMALL_WORK
     assert NM.native_matmul(torch.from_numpy(big_a), torch.from_numpy(big_a)) is None  # the large route too
     assert same(M.repro_matmul(x, y), ref_matmul(a, b))
+
+
+def test_chunk_sums_above_2_53_round_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """N = 2**55 + 2**31 + 1 from 32 exact K-chunks (each below 2**53) summed in int64: rounded to odd at 53 bits
+    and then to float32 it is 2**55 + 2**32; a float64 sum (RNE) would land on the float32 tie 2**55 + 2**31, and a
+    second rounding on 2**55."""
+    k = 2048
+    a = np.zeros((1, k), dtype=np.float32)
+    b = np.zeros((k, 1), dtype=np.float32)
+    a[0, :513], a[0, 513] = 2.0**23, 1.0
+    b[:512, 0], b[512, 0], b[513, 0] = 2.0**23, 2.0**8, 1.0
+    x, y = torch.from_numpy(a), torch.from_numpy(b)
+    from gensyn_py.repro.exact_chunks import chunk_count
+
+    assert chunk_count(x.double(), y.double()) == 32
+    got = M.repro_matmul(x, y)
+    assert got.item() == 2.0**55 + 2.0**32 == ref_matmul(a, b)[0, 0]
+    assert same(got, torch_path(x, y, monkeypatch))
