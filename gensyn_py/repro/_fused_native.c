@@ -1,4 +1,4 @@
-/* repro's exp, log and erf on CPU, each one call over a float32 array (gensyn_py/repro/fused.py is the Python face).
+/* repro's exp, log, erf and sqrt on CPU, each one call over a float32 array (gensyn_py/repro/fused.py is the Python face).
  *
  * ops.exp, ops.log and ops.erf define these functions as fixed sequences of IEEE float32 primitives (forty to
  * seventy torch kernels each, a few microseconds of dispatch apiece). This file runs the same sequence element by element in C: every
@@ -93,12 +93,22 @@ static inline __attribute__((always_inline)) float erf1(float x, const float *k)
         for (Py_ssize_t i = 0; i < n; ++i) y[i] = fn(x[i], k);                                          \
     }
 
+/* primitives.sqrt: the float64 root (correctly rounded here), rounded to float32: the correctly rounded float32
+ * root (primitives.sqrt's docstring shows any float64 within four units of the root rounds to it). */
+static inline __attribute__((always_inline)) float sqrt1(float x, const float *k) {
+    (void)k;
+    return (float)sqrt((double)x);
+}
+enum { SQRT_CONSTS = 0 };
+
 BASELINE_LOOP(exp, exp1)
 BASELINE_LOOP(erf, erf1)
+BASELINE_LOOP(sqrt, sqrt1)
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_AVX2_LOOPS 1
 AVX2_LOOP(exp, exp1)
 AVX2_LOOP(erf, erf1)
+AVX2_LOOP(sqrt, sqrt1)
 #endif
 
 /* Constants, in ops.log's order: SQRT_HALF, 1.0, LN2_HI, LN2_LO, then LOG_COEF[0..4]. */
@@ -138,17 +148,19 @@ static void log_array(const float *restrict x, float *restrict y, Py_ssize_t n, 
 
 typedef void (*array_fn)(const float *restrict, float *restrict, Py_ssize_t, const float *restrict);
 
-static array_fn exp_array = exp_baseline, erf_array = erf_baseline;
+static array_fn exp_array = exp_baseline, erf_array = erf_baseline, sqrt_array = sqrt_baseline;
 
 /* The AVX2 loops where `simd` is asked for and the processor has it, else the baseline (the tests run both). */
 static void choose_simd(int simd) {
     exp_array = exp_baseline;
     erf_array = erf_baseline;
+    sqrt_array = sqrt_baseline;
 #ifdef HAVE_AVX2_LOOPS
     __builtin_cpu_init();
     if (simd && __builtin_cpu_supports("avx2")) {
         exp_array = exp_avx2;
         erf_array = erf_avx2;
+        sqrt_array = sqrt_avx2;
     }
 #else
     (void)simd;
@@ -172,6 +184,7 @@ static PyObject *run(PyObject *args, array_fn f, Py_ssize_t consts) {
 static PyObject *exp_(PyObject *self, PyObject *args) { return run(args, exp_array, EXP_CONSTS); }
 static PyObject *log_(PyObject *self, PyObject *args) { return run(args, log_array, LOG_CONSTS); }
 static PyObject *erf_(PyObject *self, PyObject *args) { return run(args, erf_array, ERF_CONSTS); }
+static PyObject *sqrt_(PyObject *self, PyObject *args) { return run(args, sqrt_array, SQRT_CONSTS); }
 
 static PyObject *use_simd(PyObject *self, PyObject *args) {
     int on;
@@ -184,6 +197,7 @@ static PyMethodDef METHODS[] = {
     {"exp", exp_, METH_VARARGS, "exp(x, y, n, consts, count): ops.exp over n contiguous float32 values."},
     {"log", log_, METH_VARARGS, "log(x, y, n, consts, count): ops.log over n contiguous float32 values."},
     {"erf", erf_, METH_VARARGS, "erf(x, y, n, consts, count): ops.erf over n contiguous float32 values."},
+    {"sqrt", sqrt_, METH_VARARGS, "sqrt(x, y, n, consts, 0): primitives.sqrt over n contiguous float32 values."},
     {"use_simd", use_simd, METH_VARARGS, "Take the AVX2 loops where there are (True) or the baselines."},
     {NULL, NULL, 0, NULL},
 };

@@ -56,95 +56,108 @@ static inline double pow2(int e) {
     return d;
 }
 
-/* Blocks are the rows of the row-major r x k float32 x: q (row-major, float64) gets the aligned integers, units the
- * block units. Returns 1 when an entry is not finite (then q is incomplete). */
-static int align_rows(const uint32_t *x, Py_ssize_t r, Py_ssize_t k, double *q, double *units, stats_t *st) {
-    double l1_top = 0.0, sq_top = 0.0;
-    const Py_ssize_t g = st->groups ? st->g : 1, len = k / g;
-    for (Py_ssize_t i = 0; i < r; ++i) {
-        const uint32_t *row = x + i * k;
-        int top = 1;
-        for (Py_ssize_t p = 0; p < k; ++p) {
-            int e = field_of(row[p]);
-            top = e > top ? e : top;
-        }
-        if (top == 0xFF) return 1;
-        const double c = 1.5 * pow2(top - 98), inv = pow2(150 - top);
-        const float *xf = (const float *)row;
-        double *qrow = q + i * k, l1 = 0.0, sq = 0.0;
-        for (Py_ssize_t grp = 0; grp < g; ++grp) {
-            double gsq = 0.0;
-#pragma omp simd reduction(+ : l1, gsq)
-            for (Py_ssize_t p = grp * len; p < (grp + 1) * len; ++p) {
-                double v = (((double)xf[p] + c) - c) * inv;
-                qrow[p] = v;
-                l1 += v < 0 ? -v : v;
-                gsq += v * v;
-            }
-            if (st->groups) st->groups[i * g + grp] = gsq;
-            sq += gsq;
-        }
-        units[i] = pow2(top - 150);
-        l1_top = l1 > l1_top ? l1 : l1_top;
-        sq_top = sq > sq_top ? sq : sq_top;
-    }
-    st->l1 = l1_top;
-    st->sq = sq_top;
-    return 0;
-}
+/* align_rows: blocks are the rows of the row-major r x k float32 x: q (row-major, float64) gets the aligned
+ * integers, units the block units. Returns 1 when an entry is not finite (then q is incomplete).
+ * align_columns: blocks are the columns of the row-major k x n float32 x (scratch: 6 * n doubles).
+ * Both are built twice, as the GEMM loop is: for AVX2 and for any x86-64 (the conversions and norms run on vectors
+ * either way). */
+#define ALIGN_FUNCS(SUFFIX, ATTR) \
+ATTR static int align_rows##SUFFIX(const uint32_t *x, Py_ssize_t r, Py_ssize_t k, double *q, double *units, stats_t *st) {      \
+    double l1_top = 0.0, sq_top = 0.0;                                                                                          \
+    const Py_ssize_t g = st->groups ? st->g : 1, len = k / g;                                                                   \
+    for (Py_ssize_t i = 0; i < r; ++i) {                                                                                        \
+        const uint32_t *row = x + i * k;                                                                                        \
+        int top = 1;                                                                                                            \
+        for (Py_ssize_t p = 0; p < k; ++p) {                                                                                    \
+            int e = field_of(row[p]);                                                                                           \
+            top = e > top ? e : top;                                                                                            \
+        }                                                                                                                       \
+        if (top == 0xFF) return 1;                                                                                              \
+        const double c = 1.5 * pow2(top - 98), inv = pow2(150 - top);                                                           \
+        const float *xf = (const float *)row;                                                                                   \
+        double *qrow = q + i * k, l1 = 0.0, sq = 0.0;                                                                           \
+        for (Py_ssize_t grp = 0; grp < g; ++grp) {                                                                              \
+            double gsq = 0.0;                                                                                                   \
+_Pragma("omp simd reduction(+ : l1, gsq)")                                                                                         \
+            for (Py_ssize_t p = grp * len; p < (grp + 1) * len; ++p) {                                                          \
+                double v = (((double)xf[p] + c) - c) * inv;                                                                     \
+                qrow[p] = v;                                                                                                    \
+                l1 += fabs(v);                                                                                           \
+                gsq += v * v;                                                                                                   \
+            }                                                                                                                   \
+            if (st->groups) st->groups[i * g + grp] = gsq;                                                                      \
+            sq += gsq;                                                                                                          \
+        }                                                                                                                       \
+        units[i] = pow2(top - 150);                                                                                             \
+        l1_top = l1 > l1_top ? l1 : l1_top;                                                                                     \
+        sq_top = sq > sq_top ? sq : sq_top;                                                                                     \
+    }                                                                                                                           \
+    st->l1 = l1_top;                                                                                                            \
+    st->sq = sq_top;                                                                                                            \
+    return 0;                                                                                                                   \
+}                                                                                                                               \
+                                                                                                                                \
+ATTR static int align_columns##SUFFIX(const uint32_t *x, Py_ssize_t k, Py_ssize_t n, double *q, double *units, double *scratch, \
+                         stats_t *st) {                                                                                         \
+    double *c = scratch, *inv = scratch + n, *l1 = scratch + 2 * n, *sq = scratch + 3 * n, *gsq = scratch + 4 * n;              \
+    int *top = (int *)(void *)(scratch + 5 * n);                                                                                \
+    const Py_ssize_t g = st->groups ? st->g : 1, len = k / g;                                                                   \
+    for (Py_ssize_t j = 0; j < n; ++j) top[j] = 1;                                                                              \
+    int any = 1;                                                                                                                \
+    for (Py_ssize_t p = 0; p < k; ++p) {                                                                                        \
+        const uint32_t *row = x + p * n;                                                                                        \
+        for (Py_ssize_t j = 0; j < n; ++j) {                                                                                    \
+            int e = field_of(row[j]);                                                                                           \
+            top[j] = e > top[j] ? e : top[j];                                                                                   \
+        }                                                                                                                       \
+    }                                                                                                                           \
+    for (Py_ssize_t j = 0; j < n; ++j) any = top[j] > any ? top[j] : any;                                                       \
+    if (any == 0xFF) return 1;                                                                                                  \
+    for (Py_ssize_t j = 0; j < n; ++j) {                                                                                        \
+        int t = top[j];                                                                                                         \
+        c[j] = 1.5 * pow2(t - 98);                                                                                              \
+        inv[j] = pow2(150 - t);                                                                                                 \
+        l1[j] = 0.0;                                                                                                            \
+        sq[j] = 0.0;                                                                                                            \
+        gsq[j] = 0.0;                                                                                                           \
+        units[j] = pow2(t - 150);                                                                                               \
+    }                                                                                                                           \
+    for (Py_ssize_t p = 0; p < k; ++p) {                                                                                        \
+        const float *xf = (const float *)(x + p * n);                                                                           \
+        double *qrow = q + p * n;                                                                                               \
+        for (Py_ssize_t j = 0; j < n; ++j) {                                                                                    \
+            double v = (((double)xf[j] + c[j]) - c[j]) * inv[j];                                                                \
+            qrow[j] = v;                                                                                                        \
+            l1[j] += fabs(v);                                                                                            \
+            gsq[j] += v * v;                                                                                                    \
+        }                                                                                                                       \
+        if ((p + 1) % len == 0) { /* the end of a group of K */                                                                 \
+            for (Py_ssize_t j = 0; j < n; ++j) {                                                                                \
+                if (st->groups) st->groups[j * g + p / len] = gsq[j];                                                           \
+                sq[j] += gsq[j];                                                                                                \
+                gsq[j] = 0.0;                                                                                                   \
+            }                                                                                                                   \
+        }                                                                                                                       \
+    }                                                                                                                           \
+    double l1_top = 0.0, sq_top = 0.0;                                                                                          \
+    for (Py_ssize_t j = 0; j < n; ++j) {                                                                                        \
+        l1_top = l1[j] > l1_top ? l1[j] : l1_top;                                                                               \
+        sq_top = sq[j] > sq_top ? sq[j] : sq_top;                                                                               \
+    }                                                                                                                           \
+    st->l1 = l1_top;                                                                                                            \
+    st->sq = sq_top;                                                                                                            \
+    return 0;                                                                                                                   \
+}                                                                                                                               \
 
-/* Blocks are the columns of the row-major k x n float32 x (scratch: 6 * n doubles). */
-static int align_columns(const uint32_t *x, Py_ssize_t k, Py_ssize_t n, double *q, double *units, double *scratch,
-                         stats_t *st) {
-    double *c = scratch, *inv = scratch + n, *l1 = scratch + 2 * n, *sq = scratch + 3 * n, *gsq = scratch + 4 * n;
-    int *top = (int *)(void *)(scratch + 5 * n);
-    const Py_ssize_t g = st->groups ? st->g : 1, len = k / g;
-    for (Py_ssize_t j = 0; j < n; ++j) top[j] = 1;
-    int any = 1;
-    for (Py_ssize_t p = 0; p < k; ++p) {
-        const uint32_t *row = x + p * n;
-        for (Py_ssize_t j = 0; j < n; ++j) {
-            int e = field_of(row[j]);
-            top[j] = e > top[j] ? e : top[j];
-        }
-    }
-    for (Py_ssize_t j = 0; j < n; ++j) any = top[j] > any ? top[j] : any;
-    if (any == 0xFF) return 1;
-    for (Py_ssize_t j = 0; j < n; ++j) {
-        int t = top[j];
-        c[j] = 1.5 * pow2(t - 98);
-        inv[j] = pow2(150 - t);
-        l1[j] = 0.0;
-        sq[j] = 0.0;
-        gsq[j] = 0.0;
-        units[j] = pow2(t - 150);
-    }
-    for (Py_ssize_t p = 0; p < k; ++p) {
-        const float *xf = (const float *)(x + p * n);
-        double *qrow = q + p * n;
-        for (Py_ssize_t j = 0; j < n; ++j) {
-            double v = (((double)xf[j] + c[j]) - c[j]) * inv[j];
-            qrow[j] = v;
-            l1[j] += v < 0 ? -v : v;
-            gsq[j] += v * v;
-        }
-        if ((p + 1) % len == 0) { /* the end of a group of K */
-            for (Py_ssize_t j = 0; j < n; ++j) {
-                if (st->groups) st->groups[j * g + p / len] = gsq[j];
-                sq[j] += gsq[j];
-                gsq[j] = 0.0;
-            }
-        }
-    }
-    double l1_top = 0.0, sq_top = 0.0;
-    for (Py_ssize_t j = 0; j < n; ++j) {
-        l1_top = l1[j] > l1_top ? l1[j] : l1_top;
-        sq_top = sq[j] > sq_top ? sq[j] : sq_top;
-    }
-    st->l1 = l1_top;
-    st->sq = sq_top;
-    return 0;
-}
+ALIGN_FUNCS(_baseline, )
+#if defined(__x86_64__) && defined(__GNUC__)
+ALIGN_FUNCS(_avx2, __attribute__((target("avx2"))))
+#endif
+
+typedef int (*align_rows_t)(const uint32_t *, Py_ssize_t, Py_ssize_t, double *, double *, stats_t *);
+typedef int (*align_columns_t)(const uint32_t *, Py_ssize_t, Py_ssize_t, double *, double *, double *, stats_t *);
+static align_rows_t align_rows = align_rows_baseline;
+static align_columns_t align_columns = align_columns_baseline;
 
 /* x (r x c, strides s0, s1 in elements) copied row-major into dst, or x itself where it already is. */
 static const uint32_t *row_major(const uint32_t *x, Py_ssize_t r, Py_ssize_t c, Py_ssize_t s0, Py_ssize_t s1,
@@ -228,9 +241,15 @@ static gemm_t gemm = gemm_baseline;
 
 static void choose_gemm(int simd) {
     gemm = gemm_baseline;
+    align_rows = align_rows_baseline;
+    align_columns = align_columns_baseline;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    if (simd && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) gemm = gemm_avx2;
+    if (simd && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        gemm = gemm_avx2;
+        align_rows = align_rows_avx2;
+        align_columns = align_columns_avx2;
+    }
 #endif
 }
 
@@ -498,7 +517,7 @@ static PyObject *finish(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* use_simd(on) -> bool: the AVX2 GEMM loop where `on` and the processor has it; the tests run both. */
+/* use_simd(on) -> bool: the AVX2 loops where `on` and the processor has them; the tests run both. */
 static PyObject *use_simd(PyObject *self, PyObject *args) {
     int on;
     if (!PyArg_ParseTuple(args, "p", &on)) return NULL;

@@ -1,5 +1,7 @@
 """repro's exp, log and erf in one C call each on CPU (``_fused_native.c``), the same bits as their primitive sequences.
 
+The primitive sqrt too: one pass instead of three (to float64, root, back), the same correctly rounded result.
+
 ``ops.exp``, ``ops.log`` and ``ops.erf`` are defined as fixed sequences of float32 primitives, and every backend that records
 or re-executes a step (the tracer, the NumPy reference) runs those sequences. The torch backend on CPU asks here
 first: the C module runs the very same sequence element by element, every step one correctly rounded float32
@@ -37,13 +39,13 @@ def _constants(name: str) -> Tensor:
 
         exp = [O.LOG2E, 0.5, O.LN2_HI, O.LN2_LO, *O.EXP_COEF]
         values = {"exp": exp, "log": [O.SQRT_HALF, 1.0, O.LN2_HI, O.LN2_LO, *O.LOG_COEF],
-                  "erf": [1.0, O.ERF_AS_P, 0.0, *O.ERF_TAYLOR, *O.ERF_AS, *exp]}[name]
+                  "erf": [1.0, O.ERF_AS_P, 0.0, *O.ERF_TAYLOR, *O.ERF_AS, *exp], "sqrt": []}[name]
         t = _CONSTS[name] = torch.tensor(values, dtype=torch.float32)
     return t
 
 
 def fused(name: str, x: Tensor) -> Tensor | None:
-    """`name` ("exp", "log" or "erf") of x in one C call, or None where the primitives must run instead."""
+    """`name` ("exp", "log", "erf" or "sqrt") of x in one C call, or None where the primitives must run instead."""
     if _c is None or not x.is_cpu or x.dtype != torch.float32 or not x.is_contiguous():
         return None
     y = torch.empty_like(x)

@@ -272,17 +272,19 @@ def repro_index_sum(idx: Tensor, g: Tensor, n: int) -> Tensor:
 
     A row of onehot.T holding a token has block exponent 127 and aligned entries 2**23, so
     C[v, j] = RNE(2**23 * S[v, j] * 2**(127 + EB_j - 300)) = RNE(S[v, j] * 2**(EB_j - 150)) with S the integer
-    sum; rows without a token give +0.  S * 2**(EB_j - 150) is one float64 GEMM of a 0/1 matrix with the
-    rounded entries (integers below 2**24 units, K <= 2**14 terms), exact in any order.
+    sum; rows without a token give +0.  S * 2**(EB_j - 150) is a float64 sum of rounded entries (integers below
+    2**24 units, K <= 2**14 terms), exact in any order, so it is an index_add of the rounded rows (K * D additions
+    where a GEMM with the 0/1 matrix would take n * K * D multiply-adds).
     """
     if g.dtype != F32 or g.dim() != 2 or idx.dim() != 1 or idx.shape[0] != g.shape[0]:
         raise ValueError(f"bad index_sum shapes {tuple(idx.shape)}, {tuple(g.shape)}")
     if g.shape[0] > MAX_K:
         raise ValueError(f"index_sum supports at most {MAX_K} rows, got {g.shape[0]}")
-    members = torch.eq(idx.view(1, -1), torch.arange(n, device=g.device).view(-1, 1))
     r, _ = _rounded(g, 0)
-    out = torch.add(torch.mm(members.double(), r), _scalar("zero", g.device)).float()
+    sums = torch.zeros((n, g.shape[1]), dtype=F64, device=g.device).index_add_(0, idx.long(), r)
+    out = torch.add(sums, _scalar("zero", g.device)).float()
     if not math.isfinite(torch.sum(out).item()):  # a non-finite entry, or overflow: the general rule
+        members = torch.eq(idx.view(1, -1), torch.arange(n, device=g.device).view(-1, 1))
         return repro_matmul(members.to(F32), g)
     return out
 

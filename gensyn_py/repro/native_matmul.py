@@ -33,7 +33,7 @@ F64 = torch.float64
 
 # Products of at most this many multiply-adds (M * K * N) are one C call with its own GEMM loop; larger ones
 # use torch's BLAS between the C passes (bench/repro.py measures both sides of the line).
-SMALL_WORK = 2**20
+SMALL_WORK = 2**22
 DONE, NOT_FINITE = 0, 1  # small_matmul's codes (2: one GEMM of the whole K would not be exact)
 
 
@@ -77,13 +77,22 @@ def native_sum(x: Tensor, dim: int) -> Tensor | None:
 
 def _aligned(x: Tensor, by_rows: bool, groups: int) -> tuple[Tensor, Tensor, Tensor, bool, float, float]:
     """(q, units, squares, not finite, largest block L1, largest block sum of squares) of a 3-D float32 operand: q
-    the aligned integers (float64, x's shape, contiguous; this thread's scratch, valid until its next product),
-    units the block units (keepdim shape), squares each block's sums of squares over `groups` equal groups of K
-    (blocks, groups)."""
+    the aligned integers (float64 of x's shape; this thread's scratch, valid until its next product), units the
+    block units (keepdim shape), squares each block's sums of squares over `groups` equal groups of K (blocks,
+    groups). A transposed view (a weight in x @ w.T, or gy.T in a weight's gradient) is aligned in the memory order
+    of the tensor it views, its blocks read as that tensor's columns (or rows), and q is the same transposed view of
+    the result: no strided copy, and the BLAS takes the transposed q as it is."""
     bt, r, cols = x.shape
-    q = _scratch(A_SLOT if by_rows else B_SLOT, x.shape)
     units = torch.empty((bt, r, 1) if by_rows else (bt, 1, cols), dtype=F64)
     squares = torch.empty((bt * (r if by_rows else cols), groups), dtype=F64)
+    transposed = r > 1 and cols > 1 and x.stride(1) == 1 and x.stride(2) == r
+    if transposed:
+        xt = x.transpose(1, 2)
+        qt = _scratch(A_SLOT if by_rows else B_SLOT, xt.shape)
+        special, l1, sq = _c.align(_operand(xt), bt, not by_rows, qt.data_ptr(), units.data_ptr(),
+                                   squares.data_ptr(), groups)
+        return qt.transpose(1, 2), units, squares, special, l1, sq
+    q = _scratch(A_SLOT if by_rows else B_SLOT, x.shape)
     special, l1, sq = _c.align(_operand(x), bt, by_rows, q.data_ptr(), units.data_ptr(), squares.data_ptr(), groups)
     return q, units, squares, special, l1, sq
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from gensyn_py.repro.fused import fused
+
 F32 = torch.float32
 I32 = torch.int32
 
@@ -68,9 +70,11 @@ def sqrt(a: Tensor) -> Tensor:
     float64 value within four ulps of sqrt(x) therefore lies strictly on the same side of every midpoint,
     and its RNE conversion to float32 is the correctly rounded root (exact roots included; zeros keep their
     sign, negatives give NaN, +inf stays +inf).  tests/unit/test_repro_primitives.py checks it against
-    NumPy's correctly rounded float32 sqrt on random bit patterns and edges.
+    NumPy's correctly rounded float32 sqrt on random bit patterns and edges.  On CPU the C module of
+    ``repro/fused.py`` computes the same root in one pass.
     """
-    return torch.sqrt(_f32(a).to(torch.float64)).to(F32)
+    y = fused("sqrt", _f32(a))
+    return y if y is not None else torch.sqrt(a.to(torch.float64)).to(F32)
 
 
 def neg(a: Tensor) -> Tensor:

@@ -85,3 +85,10 @@ def test_the_tracer_records_the_primitives() -> None:
     codes = [op.code for op in tb.trace().ops]
     assert {"floor", "ldexp_f", "frexp_m", "div"} <= set(codes)
     assert codes.count("ldexp_f") == 2  # exp's and the one inside erf
+
+
+def test_fused_sqrt_is_the_float64_root_rounded(simd: bool) -> None:
+    """The primitive sqrt's one-pass C form equals its torch form (float64 root, one rounding) bit for bit."""
+    for x in inputs():
+        got = fused("sqrt", x)
+        assert got is not None and same_bits(got, torch.sqrt(x.double()).float())
