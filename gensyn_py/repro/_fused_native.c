@@ -1,4 +1,4 @@
-/* repro's exp, log, erf and sqrt on CPU, each one call over a float32 array (gensyn_py/repro/fused.py is the Python face).
+/* repro's exp, log, erf, sqrt and the AdamW update on CPU, each one call over a float32 array (gensyn_py/repro/fused.py is the Python face).
  *
  * ops.exp, ops.log and ops.erf define these functions as fixed sequences of IEEE float32 primitives (forty to
  * seventy torch kernels each, a few microseconds of dispatch apiece). This file runs the same sequence element by element in C: every
@@ -111,6 +111,47 @@ AVX2_LOOP(erf, erf1)
 AVX2_LOOP(sqrt, sqrt1)
 #endif
 
+/* ops.adamw's elementwise update over n contiguous float32 entries, the scalars already rounded to float32 as the
+ * primitive sequence rounds them (lr * wd, 1 - beta1, 1 - beta2, 1 - beta1**t, 1 - beta2**t): the same operations
+ * in the same order, the root as primitives.sqrt. Outputs may not alias inputs. */
+typedef struct {
+    float lr_wd, beta1, one_minus_beta1, beta2, one_minus_beta2, bias1, bias2, eps, lr;
+} adamw_t;
+
+#define ADAMW_BODY                                                                                       \
+    for (Py_ssize_t i = 0; i < n; ++i) {                                                                 \
+        const float gi = g[i];                                                                           \
+        const float decay = p[i] * s->lr_wd;                                                             \
+        const float pd = p[i] - decay;                                                                   \
+        const float m1 = m[i] * s->beta1, m2 = gi * s->one_minus_beta1, mn = m1 + m2;                     \
+        const float v1 = v[i] * s->beta2, v2 = gi * s->one_minus_beta2, v3 = v2 * gi, vn = v1 + v3;       \
+        const float mhat = mn / s->bias1, vhat = vn / s->bias2;                                          \
+        const float root = (float)sqrt((double)vhat);                                                    \
+        const float den = root + s->eps;                                                                 \
+        const float upd = mhat / den;                                                                    \
+        const float step = upd * s->lr;                                                                  \
+        po[i] = pd - step;                                                                               \
+        mo[i] = mn;                                                                                      \
+        vo[i] = vn;                                                                                      \
+    }
+
+typedef void (*adamw_fn)(const float *restrict, const float *restrict, const float *restrict, const float *restrict,
+                         float *restrict, float *restrict, float *restrict, Py_ssize_t, const adamw_t *);
+
+static void adamw_baseline(const float *restrict p, const float *restrict g, const float *restrict m,
+                           const float *restrict v, float *restrict po, float *restrict mo, float *restrict vo,
+                           Py_ssize_t n, const adamw_t *s) {
+    ADAMW_BODY
+}
+#ifdef HAVE_AVX2_LOOPS
+__attribute__((target("avx2"))) static void adamw_avx2(const float *restrict p, const float *restrict g,
+                                                       const float *restrict m, const float *restrict v,
+                                                       float *restrict po, float *restrict mo, float *restrict vo,
+                                                       Py_ssize_t n, const adamw_t *s) {
+    ADAMW_BODY
+}
+#endif
+
 /* Constants, in ops.log's order: SQRT_HALF, 1.0, LN2_HI, LN2_LO, then LOG_COEF[0..4]. */
 enum { LOG_CONSTS = 9 };
 
@@ -149,18 +190,21 @@ static void log_array(const float *restrict x, float *restrict y, Py_ssize_t n, 
 typedef void (*array_fn)(const float *restrict, float *restrict, Py_ssize_t, const float *restrict);
 
 static array_fn exp_array = exp_baseline, erf_array = erf_baseline, sqrt_array = sqrt_baseline;
+static adamw_fn adamw_loop = adamw_baseline;
 
 /* The AVX2 loops where `simd` is asked for and the processor has it, else the baseline (the tests run both). */
 static void choose_simd(int simd) {
     exp_array = exp_baseline;
     erf_array = erf_baseline;
     sqrt_array = sqrt_baseline;
+    adamw_loop = adamw_baseline;
 #ifdef HAVE_AVX2_LOOPS
     __builtin_cpu_init();
     if (simd && __builtin_cpu_supports("avx2")) {
         exp_array = exp_avx2;
         erf_array = erf_avx2;
         sqrt_array = sqrt_avx2;
+        adamw_loop = adamw_avx2;
     }
 #else
     (void)simd;
@@ -186,6 +230,27 @@ static PyObject *log_(PyObject *self, PyObject *args) { return run(args, log_arr
 static PyObject *erf_(PyObject *self, PyObject *args) { return run(args, erf_array, ERF_CONSTS); }
 static PyObject *sqrt_(PyObject *self, PyObject *args) { return run(args, sqrt_array, SQRT_CONSTS); }
 
+/* adamw(p, g, m, v, p_out, m_out, v_out, n, (lr_wd, beta1, 1 - beta1, beta2, 1 - beta2, 1 - beta1**t, 1 - beta2**t,
+ * eps, lr)) */
+static PyObject *adamw_(PyObject *self, PyObject *args) {
+    unsigned long long p, g, m, v, po, mo, vo;
+    Py_ssize_t n;
+    adamw_t s;
+    if (!PyArg_ParseTuple(args, "KKKKKKKn(fffffffff)", &p, &g, &m, &v, &po, &mo, &vo, &n, &s.lr_wd, &s.beta1,
+                          &s.one_minus_beta1, &s.beta2, &s.one_minus_beta2, &s.bias1, &s.bias2, &s.eps, &s.lr))
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "bad length");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    adamw_loop((const float *)(uintptr_t)p, (const float *)(uintptr_t)g, (const float *)(uintptr_t)m,
+               (const float *)(uintptr_t)v, (float *)(uintptr_t)po, (float *)(uintptr_t)mo, (float *)(uintptr_t)vo, n,
+               &s);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *use_simd(PyObject *self, PyObject *args) {
     int on;
     if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
@@ -197,6 +262,7 @@ static PyMethodDef METHODS[] = {
     {"exp", exp_, METH_VARARGS, "exp(x, y, n, consts, count): ops.exp over n contiguous float32 values."},
     {"log", log_, METH_VARARGS, "log(x, y, n, consts, count): ops.log over n contiguous float32 values."},
     {"erf", erf_, METH_VARARGS, "erf(x, y, n, consts, count): ops.erf over n contiguous float32 values."},
+    {"adamw", adamw_, METH_VARARGS, "ops.adamw's update over n contiguous float32 entries (new p, m, v)."},
     {"sqrt", sqrt_, METH_VARARGS, "sqrt(x, y, n, consts, 0): primitives.sqrt over n contiguous float32 values."},
     {"use_simd", use_simd, METH_VARARGS, "Take the AVX2 loops where there are (True) or the baselines."},
     {NULL, NULL, 0, NULL},

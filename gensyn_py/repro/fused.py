@@ -1,13 +1,14 @@
 """repro's exp, log and erf in one C call each on CPU (``_fused_native.c``), the same bits as their primitive sequences.
 
-The primitive sqrt too: one pass instead of three (to float64, root, back), the same correctly rounded result.
-
-``ops.exp``, ``ops.log`` and ``ops.erf`` are defined as fixed sequences of float32 primitives, and every backend that records
-or re-executes a step (the tracer, the NumPy reference) runs those sequences. The torch backend on CPU asks here
-first: the C module runs the very same sequence element by element, every step one correctly rounded float32
+``ops.exp``, ``ops.log`` and ``ops.erf`` are defined as fixed sequences of float32 primitives, and every backend that
+records or re-executes a step (the tracer, the NumPy reference) runs those sequences. The torch backend on CPU asks
+here first: the C module runs the very same sequence element by element, every step one correctly rounded float32
 operation with the same constants, so the result is bit-identical (``tests/unit/test_repro_fused.py``) at the cost
 of one call instead of forty to seventy kernels. Without the module (no C compiler at install time), or for a tensor
 that is not a contiguous float32 CPU one, this returns None and the caller runs the primitives.
+
+The primitive sqrt too: one pass instead of three (to float64, root, back), the same correctly rounded result; and
+``ops.adamw``'s update, one pass over the parameters instead of about fifteen kernels.
 """
 
 from __future__ import annotations
@@ -52,3 +53,24 @@ def fused(name: str, x: Tensor) -> Tensor | None:
     k = _constants(name)
     getattr(_c, name)(x.data_ptr(), y.data_ptr(), x.numel(), k.data_ptr(), k.numel())
     return y
+
+
+def fused_adamw(p: Tensor, g: Tensor, m: Tensor, v: Tensor, b1t: Tensor, b2t: Tensor, cfg: Any
+                ) -> tuple[Tensor, Tensor, Tensor] | None:
+    """ops.adamw's update (new p, m, v) in one C pass, or None where the primitives must run instead. The scalars
+    are rounded as the primitive sequence rounds them: float32 products and differences of float32 constants."""
+    from gensyn_py.repro import primitives as P
+
+    flat = (p, g, m, v)
+    if _c is None or any(not t.is_cpu or t.dtype != torch.float32 or not t.is_contiguous() or t.shape != p.shape
+                         for t in flat) or b1t.numel() != 1 or b2t.numel() != 1:
+        return None
+    lr = P.const(cfg.lr) if isinstance(cfg.lr, int | float) else cfg.lr
+    if lr.numel() != 1 or not lr.is_cpu:
+        return None
+    one, beta1, beta2 = P.const(1.0), P.const(cfg.beta1), P.const(cfg.beta2)
+    scalars = (torch.mul(lr, P.const(cfg.weight_decay)), beta1, torch.sub(one, beta1), beta2, torch.sub(one, beta2),
+               torch.sub(one, b1t), torch.sub(one, b2t), P.const(cfg.eps), lr)
+    po, mo, vo = torch.empty_like(p), torch.empty_like(p), torch.empty_like(p)
+    _c.adamw(*(t.data_ptr() for t in (*flat, po, mo, vo)), p.numel(), tuple(float(x) for x in scalars))
+    return po, mo, vo

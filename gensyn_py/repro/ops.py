@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from gensyn_py.repro.backend import TORCH, Arr, Backend, TorchBackend
+from gensyn_py.repro.fused import fused_adamw
 
 __all__ = ["TORCH", "Arr", "Backend", "TorchBackend"]
 
@@ -319,6 +320,10 @@ def adamw(be: Backend, p: Arr, g: Arr, m: Arr, v: Arr, b1t: Arr, b2t: Arr, cfg: 
     the caller: b1t_new = b1t * beta1).  Op order:
     p = p - (lr*wd)*p; m = b1*m + (1-b1)*g; v = b2*v + ((1-b2)*g)*g;
     p = p - lr * ((m / (1 - b1t)) / (sqrt(v / (1 - b2t)) + eps)).  Returns (p, m, v)."""
+    if isinstance(be, TorchBackend):  # the same operations in one pass (fused.py)
+        done = fused_adamw(p, g, m, v, b1t, b2t, cfg)
+        if done is not None:
+            return done
     one = be.const(1.0, p)
     b1 = be.const(cfg.beta1, p)
     b2 = be.const(cfg.beta2, p)

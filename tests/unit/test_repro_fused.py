@@ -92,3 +92,26 @@ def test_fused_sqrt_is_the_float64_root_rounded(simd: bool) -> None:
     for x in inputs():
         got = fused("sqrt", x)
         assert got is not None and same_bits(got, torch.sqrt(x.double()).float())
+
+
+@pytest.mark.parametrize("tensor_lr", [False, True])
+def test_fused_adamw_equals_the_primitive_update(simd: bool, tensor_lr: bool) -> None:
+    """ops.adamw on the torch backend (one C pass) gives the primitive sequence's p, m and v bit for bit, over
+    values from subnormal to large, zero moments (the first step) included."""
+    rng = np.random.default_rng(int(tensor_lr))
+    n = 100_003
+
+    def values(scale: float) -> torch.Tensor:
+        x = rng.standard_normal(n) * scale * 2.0 ** rng.integers(-30, 10, n)
+        x[rng.random(n) < 0.05] = 0.0
+        return torch.from_numpy(x.astype(np.float32))
+
+    p, g, m = values(1.0), values(1e-2), values(1e-3)
+    v = values(1e-4).abs()
+    lr: float | torch.Tensor = torch.tensor(3e-4, dtype=torch.float32) if tensor_lr else 3e-4
+    cfg = O.AdamWConfig(lr=lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01)
+    b1t, b2t = torch.tensor(0.9**7, dtype=torch.float32), torch.tensor(0.999**7, dtype=torch.float32)
+    for mm, vv in ((m, v), (torch.zeros(n), torch.zeros(n))):
+        got = O.adamw(TORCH, p, g, mm, vv, b1t, b2t, cfg)
+        want = O.adamw(Primitives(), p, g, mm, vv, b1t, b2t, cfg)
+        assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
