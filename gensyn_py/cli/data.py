@@ -17,6 +17,7 @@ import click
 
 if TYPE_CHECKING:
     from gensyn_py.train.packing import Packed, ProgressFn
+    from gensyn_py.train.packing.streamed import StreamedPack
 
 KINDS = ("images", "arrays", "csv", "text")  # gensyn_py.train.packing.KINDS, without importing numpy for --help
 # The options that apply to one kind only, and that kind.
@@ -76,6 +77,12 @@ def pack(source: Path, kind: str | None, out: Path, size: str | None, channels: 
     for name, value in given.items():
         if value is not None and _OPTION_KIND[name] != kind:
             raise click.UsageError(f"{_FLAG[name]} applies to --kind {_OPTION_KIND[name]}, not {kind}")
+    if chunk_examples is not None and _streams(kind, source):
+        with _progress(quiet, f"packing {source.name} in chunks") as progress:
+            streamed = _pack_streamed(kind, source, size, int(channels or 3), y_path, chunk_examples, out, progress)
+        click.echo(json.dumps(streamed.entry, indent=2))
+        _note(quiet, f"wrote {out}/: manifest.json and {streamed.chunks} chunks: {streamed_summary(streamed)}")
+        return
     with _progress(quiet, f"packing {source.name}") as progress:
         packed = _pack(kind, source, size, int(channels or 3), y_path, target, vocab_size or 512, seq_len or 64,
                        progress)
@@ -107,6 +114,35 @@ def _pack(kind: str, source: Path, size: str | None, channels: int, y_path: Path
             raise click.UsageError("--kind csv needs --target COLUMN (the label column)")
         return packing.pack_csv(source, target)
     return packing.pack_text(source, seq_len, vocab_size, progress)
+
+
+def _streams(kind: str, source: Path) -> bool:
+    """Whether `kind` packs chunk by chunk (train/packing/streamed.py): image folders and .npy arrays."""
+    return kind == "images" or (kind == "arrays" and source.suffix.lower() == ".npy")
+
+
+def _pack_streamed(kind: str, source: Path, size: str | None, channels: int, y_path: Path | None,
+                   chunk_examples: int, out: Path, progress: ProgressFn | None) -> StreamedPack:
+    from gensyn_py.train.packing import parse_size
+    from gensyn_py.train.packing.streamed import pack_images_chunked, pack_npy_chunked
+
+    if kind == "images":
+        if size is None:
+            raise click.UsageError("--kind images needs --size HxW")
+        return pack_images_chunked(source, parse_size(size), channels, chunk_examples, out, progress)
+    if y_path is None:
+        raise click.UsageError(f"{source}: an .npy holds x only; name the .npy of the targets too (--y)")
+    return pack_npy_chunked(source, y_path, chunk_examples, out, progress)
+
+
+def streamed_summary(streamed: StreamedPack) -> str:
+    e = streamed.entry
+    parts = [f"{e['num_examples']:,} examples", f"x {e['x_dtype']}{e['x_shape']}", f"y int64{e['y_shape']}"]
+    if streamed.classes is not None:
+        shown = ", ".join(streamed.classes[:5]) + (", …" if len(streamed.classes) > 5 else "")
+        parts.append(f"{len(streamed.classes)} classes ({shown})")
+    parts.append(f"{e['size_bytes']:,} bytes")
+    return ", ".join(parts)
 
 
 def summary(packed: Packed) -> str:

@@ -239,14 +239,63 @@ def chunked_entry(sample: Dataset, manifest: ChunkManifest, manifest_bytes: byte
 
 def write_chunked(ds: Dataset, chunk_examples: int, folder: Path) -> dict[str, Any]:
     """`ds` as a folder of chunk files and their manifest; returns the spec's `dataset` entry."""
-    manifest, files = split(ds, chunk_examples)
-    from gensyn_py.storage.atomic import atomic_write
+    writer = ChunkWriter(folder, chunk_examples)
+    for i in range(0, ds.num_examples, chunk_examples):
+        writer.add(ds.subset(np.arange(i, min(i + chunk_examples, ds.num_examples))))
+    return writer.close()
 
-    for k, data in enumerate(files):
-        atomic_write(folder / chunk_name(k), data)
-    data = manifest.to_bytes()
-    atomic_write(folder / MANIFEST_NAME, data)  # last: a folder with a manifest has every chunk it names
-    return chunked_entry(ds, manifest, data)
+
+class ChunkWriter:
+    """Writes a chunked dataset one chunk at a time, so that a packer holds one chunk in memory however large
+    the dataset: `add` each chunk's examples in order (every chunk but the last exactly `chunk_examples`), then
+    `close` writes the manifest (last: a folder with a manifest has every chunk it names) and returns the spec's
+    `dataset` entry."""
+
+    def __init__(self, folder: Path, chunk_examples: int) -> None:
+        if chunk_examples <= 0:
+            raise SpecError(f"chunk_examples must be positive, got {chunk_examples}")
+        self.folder, self.chunk_examples = folder, chunk_examples
+        self.entries: list[ChunkEntry] = []
+        self.examples = 0
+        self.short = False  # a chunk shorter than chunk_examples was added: it must be the last
+        self.sample: Dataset | None = None
+
+    def add(self, chunk: Dataset) -> None:
+        from gensyn_py.storage.atomic import atomic_write
+        from gensyn_py.storage.cid import cid_for_bytes
+
+        k = len(self.entries)
+        n = chunk.num_examples
+        if self.short or n == 0 or n > self.chunk_examples:
+            raise SpecError(f"chunk {k}: {n} examples after {self.examples}; every chunk but the last holds "
+                            f"exactly {self.chunk_examples}")
+        if self.sample is not None and (chunk.x.shape[1:], chunk.x.dtype, chunk.y.shape[1:]) != \
+                (self.sample.x.shape[1:], self.sample.x.dtype, self.sample.y.shape[1:]):
+            raise SpecError(f"chunk {k}: examples of x {chunk.x.dtype}{list(chunk.x.shape[1:])}, y "
+                            f"{list(chunk.y.shape[1:])}, unlike the first chunk's")
+        if len(self.entries) >= MAX_CHUNKS:
+            raise SpecError(f"more than {MAX_CHUNKS:,} chunks; use more examples per chunk")
+        data = chunk.to_bytes()
+        if len(data) > MAX_CHUNK_BYTES:
+            raise SpecError(f"chunk {k} is {len(data):,} bytes; a chunk is at most {MAX_CHUNK_BYTES:,} "
+                            f"(use fewer examples per chunk)")
+        atomic_write(self.folder / chunk_name(k), data)
+        self.entries.append(ChunkEntry(cid=cid_for_bytes(data), size_bytes=len(data)))
+        self.examples += n
+        self.short = n < self.chunk_examples
+        if self.sample is None:
+            self.sample = chunk.subset(np.arange(1))
+
+    def close(self) -> dict[str, Any]:
+        from gensyn_py.storage.atomic import atomic_write
+
+        if self.sample is None:
+            raise SpecError("no examples: a dataset holds at least one")
+        manifest = ChunkManifest(chunk_examples=self.chunk_examples, num_examples=self.examples,
+                                 chunks=self.entries)
+        data = manifest.to_bytes()
+        atomic_write(self.folder / MANIFEST_NAME, data)
+        return chunked_entry(self.sample, manifest, data)
 
 
 def read_chunked(folder: Path) -> tuple[bytes, list[bytes]]:

@@ -29,20 +29,26 @@ def pack_arrays(source: Path, y_path: Path | None = None) -> Packed:
     elif suffix == ".npy":
         if y_path is None:
             raise PackError(f"{source}: an .npy holds x only; name the .npy of the targets too (--y)")
-        x, y = _load_npy(source), _load_npy(y_path)
+        x, y = load_npy(source), load_npy(y_path)
         x_name, y_name = str(source), str(y_path)
     else:
         raise PackError(f"{source}: expected an .npz (x and y) or an .npy (x, with the y .npy beside it)")
-    x = _inputs(x, x_name)
-    y = _targets(y, y_name)
-    if x.shape[0] != y.shape[0]:
-        raise PackError(f"x ({x_name}) holds {x.shape[0]} examples but y ({y_name}) holds {y.shape[0]}")
+    x = inputs(x, x_name)
+    y = targets(y, y_name)
+    check_lengths(x, y, x_name, y_name)
     return finish(x, y, {"kind": "arrays"}, str(source))
 
 
-def _load_npy(path: Path) -> np.ndarray:
+def check_lengths(x: np.ndarray, y: np.ndarray, x_name: str, y_name: str) -> None:
+    if x.ndim == 0 or y.ndim == 0 or x.shape[0] != y.shape[0]:
+        raise PackError(f"x ({x_name}) holds {x.shape[0] if x.ndim else 'no'} examples but y ({y_name}) holds "
+                        f"{y.shape[0] if y.ndim else 'no'}")
+
+
+def load_npy(path: Path, mmap: bool = False) -> np.ndarray:
+    """An .npy without pickle; `mmap`: memory-mapped, so that only the rows read come into memory."""
     try:
-        arr = np.load(path, allow_pickle=False)
+        arr = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except (ValueError, OSError, EOFError) as e:
         raise PackError(f"{path}: not a loadable .npy without pickle ({_why(e)})") from None
     if not isinstance(arr, np.ndarray):
@@ -72,7 +78,7 @@ def _why(e: Exception) -> str:
     return "it holds Python objects, which are never unpickled" if "allow_pickle" in text else text
 
 
-def _inputs(x: np.ndarray, name: str) -> np.ndarray:
+def inputs(x: np.ndarray, name: str) -> np.ndarray:
     if x.ndim == 0:
         raise PackError(f"x ({name}) is a single number; expected one row of inputs per example")
     if x.dtype.kind == "f":
@@ -87,7 +93,7 @@ def _inputs(x: np.ndarray, name: str) -> np.ndarray:
     raise PackError(f"x ({name}) is {x.dtype}; expected floating point (becomes float32) or integers (int64)")
 
 
-def _targets(y: np.ndarray, name: str) -> np.ndarray:
+def targets(y: np.ndarray, name: str) -> np.ndarray:
     if y.dtype.kind not in "iu":
         raise PackError(f"y ({name}) is {y.dtype}; targets must be integers (class or token ids), "
                         "e.g. y.astype(numpy.int64)")

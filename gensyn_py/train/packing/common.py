@@ -47,6 +47,15 @@ def check_bytes(nbytes: int, what: str) -> None:
 
 def finish(x: np.ndarray, y: np.ndarray, metadata: dict[str, str], source: str) -> Packed:
     """Check `x` and `y` against what a `DatasetSpec` accepts, then serialize them with `metadata`."""
+    check_arrays(x, y, source)
+    check_bytes(x.nbytes + y.nbytes, source)
+    data = serialize({"x": x, "y": y}, metadata)
+    check_bytes(len(data), source)
+    return Packed(Dataset(x, y), dict(metadata), data)
+
+
+def check_arrays(x: np.ndarray, y: np.ndarray, source: str) -> None:
+    """The dtypes, dimensions and counts a `DatasetSpec` accepts (of a whole dataset, or of one chunk)."""
     if x.dtype not in (np.float32, np.int64) or y.dtype != np.int64:
         raise PackError(f"{source}: x must be float32 or int64 and y int64, got {x.dtype} and {y.dtype}")
     if x.ndim < 2 or x.ndim > MAX_DIMS + 1:
@@ -64,10 +73,6 @@ def finish(x: np.ndarray, y: np.ndarray, metadata: dict[str, str], source: str) 
         raise PackError(f"{source}: {n:,} examples; a job spec allows at most {spec.MAX_EXAMPLES:,}")
     if 0 in x.shape[1:] or 0 in y.shape[1:]:
         raise PackError(f"{source}: every dimension must be positive, got x {list(x.shape)} and y {list(y.shape)}")
-    check_bytes(x.nbytes + y.nbytes, source)
-    data = serialize({"x": x, "y": y}, metadata)
-    check_bytes(len(data), source)
-    return Packed(Dataset(x, y), dict(metadata), data)
 
 
 def is_hidden(path: Path, root: Path) -> bool:

@@ -1,0 +1,93 @@
+"""Packing straight into chunks (train/packing/streamed.py): the same chunk files and manifest as packing whole and
+splitting, one chunk in memory at a time, and a clear error naming the chunk or rows at fault."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from gensyn_py.train.chunks import MANIFEST_NAME, read_chunked, write_chunked
+from gensyn_py.train.packing import PackError, pack_arrays, pack_images
+from gensyn_py.train.packing.streamed import pack_images_chunked, pack_npy_chunked
+
+from .test_data_pack import make_images
+
+
+def same_folder(a: Path, b: Path) -> bool:
+    return read_chunked(a) == read_chunked(b)
+
+
+def test_images_streamed_equal_packed_whole_then_split(tmp_path: Path) -> None:
+    root = make_images(tmp_path / "imgs")
+    whole = pack_images(root, (6, 5), 3)
+    entry = write_chunked(whole.dataset, 4, tmp_path / "split")
+    streamed = pack_images_chunked(root, (6, 5), 3, 4, tmp_path / "streamed")
+    assert streamed.entry == entry and same_folder(tmp_path / "split", tmp_path / "streamed")
+    assert streamed.chunks == -(-whole.dataset.num_examples // 4) and streamed.classes is not None
+
+
+def test_npy_streamed_equal_packed_whole_then_split_and_read_by_rows(tmp_path: Path) -> None:
+    """The .npy is memory-mapped: packing 2,000 rows of 8 KB in chunks of 100 holds about one chunk, not all."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2000, 2048))  # float64: converted to float32 per chunk
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", rng.integers(0, 7, 2000))
+    whole = pack_arrays(tmp_path / "x.npy", tmp_path / "y.npy")
+    entry = write_chunked(whole.dataset, 100, tmp_path / "split")
+    del whole
+    tracemalloc.start()
+    streamed = pack_npy_chunked(tmp_path / "x.npy", tmp_path / "y.npy", 100, tmp_path / "streamed")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert streamed.entry == entry and same_folder(tmp_path / "split", tmp_path / "streamed")
+    assert peak < 8 * 100 * 2048 * 4  # a few chunks' worth, against 33 MB for the whole x in float64
+
+
+def test_streamed_errors_name_the_rows_and_leave_no_manifest(tmp_path: Path) -> None:
+    x = np.ones((30, 3), dtype=np.float32)
+    x[17, 1] = np.nan
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", np.zeros(30, dtype=np.int64))
+    with pytest.raises(PackError, match=r"rows 10\.\.19"):
+        pack_npy_chunked(tmp_path / "x.npy", tmp_path / "y.npy", 10, tmp_path / "out")
+    assert not (tmp_path / "out" / MANIFEST_NAME).exists()  # a folder without a manifest is no dataset
+    np.save(tmp_path / "y.npy", np.zeros(29, dtype=np.int64))
+    with pytest.raises(PackError, match="holds 30 examples but y"):
+        pack_npy_chunked(tmp_path / "x.npy", tmp_path / "y.npy", 10, tmp_path / "out2")
+
+
+def test_a_chunk_over_the_limit_is_refused_by_number(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gensyn_py.train import chunks
+
+    monkeypatch.setattr(chunks, "MAX_CHUNK_BYTES", 1000)
+    np.save(tmp_path / "x.npy", np.ones((80, 8), dtype=np.float32))
+    np.save(tmp_path / "y.npy", np.zeros(80, dtype=np.int64))
+    with pytest.raises(PackError, match="chunk 0 is .* bytes; a chunk is at most 1,000"):
+        pack_npy_chunked(tmp_path / "x.npy", tmp_path / "y.npy", 40, tmp_path / "out")
+
+
+def test_cli_packs_images_in_chunks(tmp_path: Path) -> None:
+    from gensyn_py.cli.main import cli
+
+    root = make_images(tmp_path / "imgs")
+    res = CliRunner().invoke(cli, ["data", "pack", str(root), "--size", "6x5", "--out", str(tmp_path / "c"),
+                                   "--chunk-examples", "3"])
+    assert res.exit_code == 0, res.output
+    entry = json.loads(res.stdout)
+    assert entry["chunk_examples"] == 3 and entry["x_shape"] == [3, 6, 5]
+    assert "chunks:" in res.stderr and "classes" in res.stderr
+    assert entry == write_chunked(pack_images(root, (6, 5), 3).dataset, 3, tmp_path / "again")
+
+
+def test_a_corrupt_image_in_a_later_chunk_is_named(tmp_path: Path) -> None:
+    root = make_images(tmp_path / "imgs")
+    last = sorted((root / sorted(p.name for p in root.iterdir())[-1]).iterdir())[-1]
+    last.write_bytes(b"not an image")
+    with pytest.raises(PackError, match=last.name):
+        pack_images_chunked(root, (6, 5), 3, 2, tmp_path / "out")
+    assert not (tmp_path / "out" / MANIFEST_NAME).exists()
