@@ -174,7 +174,7 @@ def repro_matmul(a: Tensor, b: Tensor) -> Tensor:
     k = a.shape[-1]
     if k > MAX_K:
         raise ValueError(f"repro_matmul supports K <= {MAX_K}, got {k}")
-    if a.is_cpu and native_module() is not None:
+    if a.is_cpu and b.is_cpu and native_module() is not None:
         n = native_matmul(a, b)
         if n is not None:  # finite inputs (an overflow is the rule's inf, as below)
             return n

@@ -67,7 +67,7 @@ def test_a_chunk_over_the_limit_is_refused_by_number(tmp_path: Path, monkeypatch
     monkeypatch.setattr(chunks, "MAX_CHUNK_BYTES", 1000)
     np.save(tmp_path / "x.npy", np.ones((80, 8), dtype=np.float32))
     np.save(tmp_path / "y.npy", np.zeros(80, dtype=np.int64))
-    with pytest.raises(PackError, match="chunk 0 is .* bytes; a chunk is at most 1,000"):
+    with pytest.raises(PackError, match=r"chunk 0 is .* bytes; a chunk is at most 1,000"):
         pack_npy_chunked(tmp_path / "x.npy", tmp_path / "y.npy", 40, tmp_path / "out")
 
 
