@@ -2,7 +2,7 @@
 
 Prints human-readable lines, then one JSON line last:
   repro_slowdown_cpu          Trainer.train_step of the demo MLP (digits, 64-64-10, batch 32, SGD-momentum,
-                              weight decay, cosine lr) in mode repro / the same in mode exact   (target <= 3)
+                              weight decay, cosine lr) in mode repro / the same in mode exact   (goal <= 2)
   repro_step_core_slowdown_cpu  the same two steps without the Trainer's batch selection: forward, loss,
                               backward, update on a fixed batch (repro program / torch autograd + SGD)
   repro_matmul_slowdown_cpu   1024^3 repro matmul / torch.matmul fp32                         (target <= 10)

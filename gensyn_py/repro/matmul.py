@@ -29,7 +29,8 @@ K <= 2**14 of them below 2**50, so the two float64 GEMMs (a_hi @ b, a_lo @ b) ar
 + S_lo (|N| <= 2**62) is rounded once: exactly representable when |fl(N)| < 2**53, otherwise through
 round-to-odd at 53 bits (TwoSum) and one RNE conversion (see round_parts).  3-D inputs are a batch of
 independent products (the rule per leading index).  Large 2-D products on CUDA compute N from its residues
-modulo eight small moduli by int8 tensor-core GEMMs instead (crt_matmul.py), same bits.  The NumPy
+modulo eight small moduli by int8 tensor-core GEMMs instead (crt_matmul.py), same bits.  On CPU, where the C
+module was built, native_matmul.py runs the finite case in C passes around the exact GEMM, same bits.  The NumPy
 reference (reference.py) computes N with an int64 matmul and rounds with Python integers.
 """
 

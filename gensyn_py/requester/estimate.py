@@ -51,7 +51,9 @@ class HardwareClass:
     usd_per_hour: float  # on-demand price (per thread when per_thread)
     step_overhead_s: float  # fixed cost of one optimizer step regardless of size
     per_thread: bool = False  # scale throughput and price by the spec's `threads`
-    repro_slowdown: float = 6.0  # mode `repro` over mode `exact` (docs/repro.md: 4-7x measured on CPU)
+    # mode `repro` over mode `exact`: docs/repro.md section 8 measures 1.3x (the demo MLP) to 2.9x (a 10M GPT) and
+    # 4.9x (a ResNet-style CNN) on CPU, 3.2x to 5.2x on an H100 (section 7)
+    repro_slowdown: float = 3.0
     basis: str = ""
 
 
@@ -60,11 +62,11 @@ HARDWARE: tuple[HardwareClass, ...] = (
     HardwareClass("cpu", "cpu", 40e9, 0.045, 0.005, per_thread=True,
                   basis="one x86 core (AVX2/AVX-512 FMA) per thread at ~40% of fp32 peak; "
                         "$0.045 per vCPU-hour (general-purpose on-demand)"),
-    HardwareClass("cuda-consumer", "cuda", 25e12, 0.70, 0.002,
+    HardwareClass("cuda-consumer", "cuda", 25e12, 0.70, 0.002, repro_slowdown=5.0,
                   basis="RTX 4090-class: 82.6 TFLOP/s fp32 peak at ~30%; $0.70/h on GPU marketplaces"),
-    HardwareClass("a100", "cuda", 10e12, 2.50, 0.002,
+    HardwareClass("a100", "cuda", 10e12, 2.50, 0.002, repro_slowdown=5.0,
                   basis="A100 80GB: 19.5 TFLOP/s fp32 (no TF32 in exact mode) at ~50%; $2.50/h on-demand"),
-    HardwareClass("h100", "cuda", 30e12, 3.50, 0.002,
+    HardwareClass("h100", "cuda", 30e12, 3.50, 0.002, repro_slowdown=5.0,
                   basis="H100 SXM: 67 TFLOP/s fp32 (no TF32 in exact mode) at ~45%; $3.50/h on-demand"),
 )
 _FIELDS = {"device_class", "flops_per_s", "usd_per_hour", "step_overhead_s", "per_thread", "repro_slowdown", "basis"}
