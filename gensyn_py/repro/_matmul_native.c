@@ -29,6 +29,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,20 +271,48 @@ static void finish_rows(const double *n, const double *ua, const double *ub, flo
 
 enum { DONE = 0, NOT_FINITE = 1, NOT_ONE_GEMM = 2, NO_MEMORY = 3 };
 
-/* The calling thread's scratch memory for small products, kept between calls: a fresh allocation of tens of
- * kilobytes costs page faults that take as long as the product itself. It only grows, up to what the largest small
- * product needs (a few megabytes; native_matmul.SMALL_WORK bounds the sizes that come here). */
-static _Thread_local void *scratch_memory;
-static _Thread_local size_t scratch_bytes;
+/* The calling thread's scratch memory, kept between calls: a fresh allocation of tens of kilobytes costs page faults
+ * that take as long as a small product itself. Up to KEPT_BYTES is kept per thread and freed when the thread ends
+ * (a pthread key's destructor: a solver may train each unit on a thread of its own); a larger request is allocated
+ * for the call and freed by the caller (`owned`). */
+#define KEPT_BYTES ((size_t)16 << 20)
 
-static void *workspace(size_t bytes) {
-    if (bytes > scratch_bytes) {
-        void *grown = realloc(scratch_memory, bytes);
-        if (!grown) return NULL;
-        scratch_memory = grown;
-        scratch_bytes = bytes;
+typedef struct {
+    void *memory;
+    size_t bytes;
+} scratch_t;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p) {
+    scratch_t *s = p;
+    free(s->memory);
+    free(s);
+}
+
+static void scratch_make_key(void) { (void)pthread_key_create(&scratch_key, scratch_free); }
+
+static void *workspace(size_t bytes, int *owned) {
+    *owned = bytes > KEPT_BYTES;
+    if (*owned) return malloc(bytes);
+    pthread_once(&scratch_once, scratch_make_key);
+    scratch_t *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s) return NULL;
+        if (pthread_setspecific(scratch_key, s)) {
+            free(s);
+            return NULL;
+        }
     }
-    return scratch_memory;
+    if (bytes > s->bytes) {
+        void *grown = realloc(s->memory, bytes);
+        if (!grown) return NULL;
+        s->memory = grown;
+        s->bytes = bytes;
+    }
+    return s->memory;
 }
 
 /* One operand of a batch: (batch, rows, cols) float32 with strides in elements. */
@@ -305,7 +334,8 @@ static int align_item(const operand_t *x, Py_ssize_t t, int by_rows, double *q, 
 static int small_product(const operand_t *a, const operand_t *b, float *out, Py_ssize_t batch) {
     const Py_ssize_t m = a->rows, k = a->cols, n = b->cols;
     const Py_ssize_t doubles = m * k + k * n + m * n + m + n + 6 * n, words = m * k > k * n ? m * k : k * n;
-    double *qa = workspace(sizeof(double) * (size_t)doubles + sizeof(uint32_t) * (size_t)words);
+    int owned;
+    double *qa = workspace(sizeof(double) * (size_t)doubles + sizeof(uint32_t) * (size_t)words, &owned);
     if (!qa) return NO_MEMORY;
     double *qb = qa + m * k, *acc = qb + k * n, *ua = acc + m * n, *ub = ua + m, *scratch = ub + n;
     uint32_t *copy = (uint32_t *)(void *)(scratch + 6 * n);
@@ -321,6 +351,7 @@ static int small_product(const operand_t *a, const operand_t *b, float *out, Py_
             finish_rows(acc, ua, ub, out + t * m * n, m, n);
         }
     }
+    if (owned) free(qa);
     return code;
 }
 
@@ -465,7 +496,9 @@ static PyObject *sum_blocks(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!pK", &PyTuple_Type, &tx, &by_rows, &out_ptr)) return NULL;
     if (!parse_operand(tx, &x)) return NULL;
     const Py_ssize_t r = x.rows, c = x.cols, blocks = by_rows ? r : c;
-    double *q = workspace(sizeof(double) * (size_t)(r * c + blocks + 6 * c) + sizeof(uint32_t) * (size_t)(r * c));
+    int owned;
+    double *q = workspace(sizeof(double) * (size_t)(r * c + blocks + 6 * c) + sizeof(uint32_t) * (size_t)(r * c),
+                          &owned);
     if (!q) return PyErr_NoMemory();
     double *units = q + r * c, *scratch = units + blocks;
     uint32_t *copy = (uint32_t *)(void *)(scratch + 6 * c);
@@ -491,6 +524,7 @@ static PyObject *sum_blocks(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
+    if (owned) free(q);
     return PyBool_FromLong(special);
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -160,3 +161,31 @@ def test_chunk_sums_above_2_53_round_once(monkeypatch: pytest.MonkeyPatch) -> No
     got = M.repro_matmul(x, y)
     assert got.item() == 2.0**55 + 2.0**32 == ref_matmul(a, b)[0, 0]
     assert same(got, torch_path(x, y, monkeypatch))
+
+
+def rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the resident size from /proc")
+def test_scratch_memory_goes_with_its_thread() -> None:
+    """Each thread's kept scratch (about 13 MB for this product) is freed when the thread ends: forty short-lived
+    threads, as a solver that trains each unit on a thread of its own, do not keep forty of them."""
+    import threading
+
+    a, b = torch.randn(2048, 512), torch.randn(512, 4)
+    assert NM.SMALL_WORK >= 2048 * 512 * 4  # the one-call path, whose scratch is the C module's
+
+    def work() -> None:
+        assert NM.native_matmul(a, b) is not None
+
+    work()
+    before = rss_bytes()
+    for _ in range(40):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    assert rss_bytes() - before < 120 * 2**20
