@@ -14,17 +14,22 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline double pow2(int e) {
-    uint64_t bits = (uint64_t)(e + 1023) << 52;
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE double u64_as_double(uint64_t bits) {
     double d;
     memcpy(&d, &bits, sizeof d);
     return d;
 }
 
-static inline double u64_as_double(uint64_t bits) {
-    double d;
-    memcpy(&d, &bits, sizeof d);
-    return d;
+/* ops._horner: p = c[0], then p = p * x + c[j] for each later coefficient, the product and the sum rounded apart. */
+INLINE float horner(const float *c, int count, float x) {
+    float p = c[0];
+    for (int j = 1; j < count; ++j) {
+        const float px = p * x;
+        p = px + c[j];
+    }
+    return p;
 }
 
 /* Constants, in ops.exp's order: LOG2E, 0.5, LN2_HI, LN2_LO, then EXP_COEF[0..7]. The loops are branch-free so that
@@ -32,7 +37,7 @@ static inline double u64_as_double(uint64_t bits) {
  * float32 operations in the same order. */
 enum { EXP_CONSTS = 12 };
 
-static inline __attribute__((always_inline)) float exp1(float v, const float *k) {
+INLINE float exp1(float v, const float *k) {
     const int nan = v != v;
     float xc = nan ? 0.0f : v;
     xc = xc < -104.0f ? -104.0f : (xc > 89.0f ? 89.0f : xc);
@@ -41,11 +46,7 @@ static inline __attribute__((always_inline)) float exp1(float v, const float *k)
     const float a = nf * k[2];
     const float b = nf * k[3];
     const float r = (xc - a) - b;
-    float p = k[4];
-    for (int j = 5; j < 12; ++j) {
-        const float pr = p * r;
-        p = pr + k[j];
-    }
+    const float p = horner(k + 4, 8, r);
     /* 2**nf exactly (|nf| <= 151), the product exact in float64, one rounding to float32 */
     const int64_t e = (int64_t)(int32_t)nf + 1023;
     const float out = (float)((double)p * u64_as_double((uint64_t)e << 52));
@@ -55,25 +56,15 @@ static inline __attribute__((always_inline)) float exp1(float v, const float *k)
 /* Constants, in ops.erf's order: 1.0, ERF_AS_P, 0.0, ERF_TAYLOR[0..10], ERF_AS[0..4], then exp's twelve. */
 enum { ERF_CONSTS = 3 + 11 + 5 + EXP_CONSTS };
 
-static inline __attribute__((always_inline)) float erf1(float x, const float *k) {
+INLINE float erf1(float x, const float *k) {
     const float one = k[0], as_p = k[1], zero = k[2];
     const float *taylor = k + 3, *as = k + 14;
     const float a = fabsf(x);
     const float w = x * x;
-    float ps = taylor[0];
-    for (int j = 1; j < 11; ++j) {
-        const float pw = ps * w;
-        ps = pw + taylor[j];
-    }
-    const float small = x * ps;
+    const float small = x * horner(taylor, 11, w);
     const float am = a * as_p;
     const float t = one / (one + am);
-    float pt = as[0];
-    for (int j = 1; j < 5; ++j) {
-        const float pp = pt * t;
-        pt = pp + as[j];
-    }
-    const float tp = t * pt;
+    const float tp = t * horner(as, 5, t);
     const float ex = exp1(-w, k + 19);
     const float prod = tp * ex;
     float big = one - prod;
@@ -95,13 +86,41 @@ static inline __attribute__((always_inline)) float erf1(float x, const float *k)
 
 /* primitives.sqrt: the float64 root (correctly rounded here), rounded to float32: the correctly rounded float32
  * root (primitives.sqrt's docstring shows any float64 within four units of the root rounds to it). */
-static inline __attribute__((always_inline)) float sqrt1(float x, const float *k) {
+INLINE float sqrt1(float x, const float *k) {
     (void)k;
     return (float)sqrt((double)x);
 }
 enum { SQRT_CONSTS = 0 };
 
+/* Constants, in ops.log's order: SQRT_HALF, 1.0, LN2_HI, LN2_LO, then LOG_COEF[0..4]. frexpf is a library call, so
+ * this loop stays scalar. */
+enum { LOG_CONSTS = 9 };
+
+INLINE float log1(float v, const float *k) {
+    const float sqrt_half = k[0], one = k[1], ln2_hi = k[2], ln2_lo = k[3];
+    float m = v;
+    int e = 0;
+    if (v != 0.0f && isfinite(v)) m = frexpf(v, &e); /* exact; zeros, infinities and NaN keep m = v, e = 0 */
+    float ef = (float)e;                             /* |e| <= 149: exact */
+    if (m < sqrt_half) {
+        m = m + m;
+        ef = ef - one;
+    }
+    const float f = m - one;
+    const float s = f / (m + one);
+    const float z = s * s;
+    const float lm = s * horner(k + 4, 5, z);
+    const float hi = ef * ln2_hi, lo = ef * ln2_lo;
+    float r = hi + (lm + lo);
+    if (v == 0.0f) r = -INFINITY;
+    if (v < 0.0f) r = NAN;
+    if (v == INFINITY) r = v;
+    if (isnan(v)) r = v;
+    return r;
+}
+
 BASELINE_LOOP(exp, exp1)
+BASELINE_LOOP(log, log1)
 BASELINE_LOOP(erf, erf1)
 BASELINE_LOOP(sqrt, sqrt1)
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -152,41 +171,6 @@ __attribute__((target("avx2"))) static void adamw_avx2(const float *restrict p, 
 }
 #endif
 
-/* Constants, in ops.log's order: SQRT_HALF, 1.0, LN2_HI, LN2_LO, then LOG_COEF[0..4]. */
-enum { LOG_CONSTS = 9 };
-
-static void log_array(const float *restrict x, float *restrict y, Py_ssize_t n, const float *restrict k) {
-    const float sqrt_half = k[0], one = k[1], ln2_hi = k[2], ln2_lo = k[3];
-    const float *coef = k + 4;
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        const float v = x[i];
-        float m = v;
-        int e = 0;
-        if (v != 0.0f && isfinite(v)) m = frexpf(v, &e); /* exact; zeros, infinities and NaN keep m = v, e = 0 */
-        float ef = (float)e;                             /* |e| <= 149: exact */
-        if (m < sqrt_half) {
-            m = m + m;
-            ef = ef - one;
-        }
-        const float f = m - one;
-        const float s = f / (m + one);
-        const float z = s * s;
-        float p = coef[0];
-        for (int j = 1; j < 5; ++j) {
-            const float pz = p * z;
-            p = pz + coef[j];
-        }
-        const float lm = s * p;
-        const float hi = ef * ln2_hi, lo = ef * ln2_lo;
-        float r = hi + (lm + lo);
-        if (v == 0.0f) r = -INFINITY;
-        if (v < 0.0f) r = NAN;
-        if (v == INFINITY) r = v;
-        if (isnan(v)) r = v;
-        y[i] = r;
-    }
-}
-
 typedef void (*array_fn)(const float *restrict, float *restrict, Py_ssize_t, const float *restrict);
 
 static array_fn exp_array = exp_baseline, erf_array = erf_baseline, sqrt_array = sqrt_baseline;
@@ -226,7 +210,7 @@ static PyObject *run(PyObject *args, array_fn f, Py_ssize_t consts) {
 }
 
 static PyObject *exp_(PyObject *self, PyObject *args) { return run(args, exp_array, EXP_CONSTS); }
-static PyObject *log_(PyObject *self, PyObject *args) { return run(args, log_array, LOG_CONSTS); }
+static PyObject *log_(PyObject *self, PyObject *args) { return run(args, log_baseline, LOG_CONSTS); }
 static PyObject *erf_(PyObject *self, PyObject *args) { return run(args, erf_array, ERF_CONSTS); }
 static PyObject *sqrt_(PyObject *self, PyObject *args) { return run(args, sqrt_array, SQRT_CONSTS); }
 

@@ -404,7 +404,8 @@ static PyObject *align(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "align: the groups must divide K");
         return NULL;
     }
-    double *scratch = malloc(sizeof(double) * (size_t)(6 * c) + sizeof(uint32_t) * (size_t)(r * c));
+    int owned;
+    double *scratch = workspace(sizeof(double) * (size_t)(6 * c) + sizeof(uint32_t) * (size_t)(r * c), &owned);
     if (!scratch) return PyErr_NoMemory();
     uint32_t *copy = (uint32_t *)(void *)(scratch + 6 * c);
     double *q = (double *)(uintptr_t)q_ptr, *units = (double *)(uintptr_t)units_ptr;
@@ -419,7 +420,7 @@ static PyObject *align(PyObject *self, PyObject *args) {
         all.sq = one.sq > all.sq ? one.sq : all.sq;
     }
     Py_END_ALLOW_THREADS
-    free(scratch);
+    if (owned) free(scratch);
     return Py_BuildValue("(Odd)", special ? Py_True : Py_False, all.l1, all.sq);
 }
 

@@ -17,7 +17,6 @@ import torch
 from torch import Tensor
 
 from gensyn_py.repro import primitives as P
-from gensyn_py.repro.fused import fused as fused_composite
 from gensyn_py.repro.maps import index_map
 from gensyn_py.repro.matmul import repro_index_sum, repro_matmul, repro_sum
 from gensyn_py.repro.opset import OP_ARGS
@@ -120,11 +119,6 @@ class TorchBackend:
     sum = staticmethod(repro_sum)
     index_sum = staticmethod(repro_index_sum)
 
-    @staticmethod
-    def fused(name: str, x: Tensor) -> Tensor | None:
-        """A composite's one-call version where there is one (``fused.py``); not an op of the trace."""
-        return fused_composite(name, x)
-
     def rowmax(self, x: Tensor) -> Tensor:
         """Max along the last dim, keepdim, then + 0.0: NaN if any NaN; a zero maximum is returned as +0.
         (A set maximum is order-free except for the sign of zero, which the + 0.0 removes.)"""
@@ -162,12 +156,12 @@ class TorchBackend:
         """x.flat[idx], with -1 giving +0 (a zero appended at the end of x.flat).  The gather is one index_select
         with -1 pointing at that zero (three times faster than advanced indexing for a convolution's im2col);
         for the backend's own index maps that flat index is made once per source size."""
-        n = x.numel()
-        flat = self._takes.get((id(idx), n)) if id(idx) in self._map_ids else None
+        key = (id(idx), x.numel())  # only live maps are ever stored, so their ids are not reused
+        flat = self._takes.get(key)
         if flat is None:
-            flat = torch.where(idx < 0, n, idx).reshape(-1)
+            flat = torch.where(idx < 0, key[1], idx).reshape(-1)
             if id(idx) in self._map_ids:
-                self._takes[(id(idx), n)] = flat
+                self._takes[key] = flat
         return torch.index_select(torch.cat([x.reshape(-1), P.const(0.0, x.device).view(1)]), 0, flat).view(idx.shape)
 
     def embed(self, w: Tensor, idx: Tensor) -> Tensor:

@@ -100,8 +100,8 @@ def _aligned(x: Tensor, by_rows: bool, groups: int) -> tuple[Tensor, Tensor, Ten
 
 
 def _large(a: Tensor, b: Tensor) -> Tensor | None:
-    """Align in C, multiply with torch's float64 BLAS (the whole K, or K-chunks summed exactly in int64), round in
-    C; the 12-bit slices of matmul.py where no few chunks are exact."""
+    """Align in C, multiply with torch's float64 BLAS (the whole K, or K-chunks summed exactly in float64 pairs),
+    round in C; the 12-bit slices of matmul.py where no few chunks are exact."""
     from gensyn_py.repro.matmul import rounded_in_chunks
 
     k = a.shape[-1]
@@ -113,13 +113,13 @@ def _large(a: Tensor, b: Tensor) -> Tensor | None:
     if special:
         return None
     chunks = 1 if _c.one_gemm_exact(k, l1_a, sq_a, l1_b, sq_b) else count_from_squares(fa, fb, k)
+    if chunks is None:
+        return rounded_in_chunks(qa, qb, ua, ub, None)
     out = torch.empty((qa.shape[0], qa.shape[1], qb.shape[2]), dtype=F32)
     if chunks == 1:
         n = torch.bmm(qa, qb)
         _c.finish(n.data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(), *n.shape)
         return out
-    if chunks is None:
-        return rounded_in_chunks(qa, qb, ua, ub, None)
     hi, lo, part = (_scratch(slot, out.shape) for slot in (SUM_SLOT, ERR_SLOT, PART_SLOT))
     step = k // chunks
 
@@ -140,12 +140,9 @@ def _large(a: Tensor, b: Tensor) -> Tensor | None:
         _c.finish(hi.data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(), *out.shape)
     return out
 
+
 _SCRATCH = threading.local()
-
-
 KEPT_SCRATCH = 2**22  # float64 entries (32 MB) per buffer at most are kept between products
-
-
 A_SLOT, B_SLOT, SUM_SLOT, ERR_SLOT, PART_SLOT = range(5)  # aligned A and B, the chunk sum, its errors, a chunk
 
 

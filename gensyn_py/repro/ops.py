@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from gensyn_py.repro.backend import TORCH, Arr, Backend, TorchBackend
-from gensyn_py.repro.fused import fused_adamw
+from gensyn_py.repro.fused import fused, fused_adamw
 
 __all__ = ["TORCH", "Arr", "Backend", "TorchBackend"]
 
@@ -52,7 +52,7 @@ def _horner(be: Backend, coefs: list[float], x: Arr) -> Arr:
 
 def _fused(be: Backend, name: str, x: Arr) -> Arr | None:
     """The torch backend's one-call version of a composite (``fused.py``: the same bits), else None."""
-    return be.fused(name, x) if isinstance(be, TorchBackend) else None
+    return fused(name, x) if isinstance(be, TorchBackend) else None
 
 
 def exp(be: Backend, x: Arr) -> Arr:

@@ -87,18 +87,23 @@ def parse_manifest(data: bytes) -> ChunkManifest:
 
 def split(ds: Dataset, chunk_examples: int) -> tuple[ChunkManifest, list[bytes]]:
     """`ds` as chunk files of `chunk_examples` examples and the manifest naming them."""
-    from gensyn_py.storage.cid import cid_for_bytes
-
     if chunk_examples <= 0:
         raise SpecError(f"chunk_examples must be positive, got {chunk_examples}")
-    files = [ds.subset(np.arange(i, min(i + chunk_examples, ds.num_examples))).to_bytes()
-             for i in range(0, ds.num_examples, chunk_examples)]
-    for k, f in enumerate(files):
-        if len(f) > MAX_CHUNK_BYTES:
-            raise SpecError(f"chunk {k} is {len(f):,} bytes; a chunk is at most {MAX_CHUNK_BYTES:,} "
-                            f"(use fewer examples per chunk)")
-    entries = [ChunkEntry(cid=cid_for_bytes(f), size_bytes=len(f)) for f in files]
-    return ChunkManifest(chunk_examples=chunk_examples, num_examples=ds.num_examples, chunks=entries), files
+    encoded = [_encoded(k, ds.subset(np.arange(i, min(i + chunk_examples, ds.num_examples))))
+               for k, i in enumerate(range(0, ds.num_examples, chunk_examples))]
+    return (ChunkManifest(chunk_examples=chunk_examples, num_examples=ds.num_examples,
+                          chunks=[entry for entry, _ in encoded]), [data for _, data in encoded])
+
+
+def _encoded(k: int, chunk: Dataset) -> tuple[ChunkEntry, bytes]:
+    """Chunk `k`'s file and its manifest entry; refused over MAX_CHUNK_BYTES."""
+    from gensyn_py.storage.cid import cid_for_bytes
+
+    data = chunk.to_bytes()
+    if len(data) > MAX_CHUNK_BYTES:
+        raise SpecError(f"chunk {k} is {len(data):,} bytes; a chunk is at most {MAX_CHUNK_BYTES:,} "
+                        f"(use fewer examples per chunk)")
+    return ChunkEntry(cid=cid_for_bytes(data), size_bytes=len(data)), data
 
 
 class ChunkedArray:
@@ -262,7 +267,6 @@ class ChunkWriter:
 
     def add(self, chunk: Dataset) -> None:
         from gensyn_py.storage.atomic import atomic_write
-        from gensyn_py.storage.cid import cid_for_bytes
 
         k = len(self.entries)
         n = chunk.num_examples
@@ -275,12 +279,9 @@ class ChunkWriter:
                             f"{list(chunk.y.shape[1:])}, unlike the first chunk's")
         if len(self.entries) >= MAX_CHUNKS:
             raise SpecError(f"more than {MAX_CHUNKS:,} chunks; use more examples per chunk")
-        data = chunk.to_bytes()
-        if len(data) > MAX_CHUNK_BYTES:
-            raise SpecError(f"chunk {k} is {len(data):,} bytes; a chunk is at most {MAX_CHUNK_BYTES:,} "
-                            f"(use fewer examples per chunk)")
+        entry, data = _encoded(k, chunk)
         atomic_write(self.folder / chunk_name(k), data)
-        self.entries.append(ChunkEntry(cid=cid_for_bytes(data), size_bytes=len(data)))
+        self.entries.append(entry)
         self.examples += n
         self.short = n < self.chunk_examples
         if self.sample is None:
