@@ -14,6 +14,7 @@ validator is paid; nobody honest is slashed.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -66,9 +67,9 @@ def test_the_daemons_play_the_game_to_the_cheat_and_survive_a_kill_mid_game(mark
     net.restart(victim)
     decided = wait_until(lambda: game.events.GameDecided().get_logs(from_block=start) or None, 240,
                          "the game to be decided", on_wait=net.check_alive)[0]["args"]
-    assert (decided["winner"], decided["reason"], decided["outcome"]) == (opened["opener"], Reason.STEP_GAME,
-                                                                          SOLVER_FRAUD)
     steps = p["StepGame"].events.GameDecided().get_logs(from_block=start)
+    assert (decided["winner"], decided["reason"], decided["outcome"]) == (opened["opener"], Reason.STEP_GAME,
+                                                                          SOLVER_FRAUD), _why(net, steps, counter)
     assert [e["args"]["winner"] for e in steps] == [opened["opener"]]  # decided by recomputing, not on time
     assert steps[0]["args"]["reason"] == DECIDED_BY[cheat]  # by recomputing an element, a multiply-add, a row entry
     assert slashes(net, start) == [(cheater.account.address, COLLATERAL)]  # the cheater, nobody else
@@ -79,3 +80,13 @@ def test_the_daemons_play_the_game_to_the_cheat_and_survive_a_kill_mid_game(mark
     assert any(r.get("event") == "game.move" for r in lines[restarted:]), "the killed side played on after its restart"
     assert job >= 1
     assert_conservation(net)
+
+
+def _why(net: LocalNetwork, steps: list[Any], counter: str) -> str:
+    """What a lost game shows: the step game's decision and each side's warnings and moves, with their times."""
+    lines = [f"step game decided: {[dict(e['args']) for e in steps]}"]
+    for name in ("solver-1", counter):
+        for r in net.log_lines(name):
+            if r.get("level") in ("warning", "error") or str(r.get("event", "")).startswith(("game.", "daemon.")):
+                lines.append(f"{name} {r.get('ts', '')} {r.get('event')} {r.get('fields', '')}")
+    return "\n".join(lines)
