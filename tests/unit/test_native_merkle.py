@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,14 +20,28 @@ def test_the_native_module_was_built() -> None:
     assert native_merkle.native_module() is not None
 
 
-@pytest.fixture(params=["simd", "baseline"])
+# (on, widest) of `use_simd`: the widest permutation (AVX-512 where the processor has it), AVX2 alone, the baseline.
+PERMUTATIONS = {"widest": (True, True), "avx2": (True, False), "baseline": (False, False)}
+
+
+@pytest.fixture(params=list(PERMUTATIONS))
 def permutation(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Each test on both builds of the permutation: AVX2 (where the processor has it) and the baseline."""
+    """Each test on every build of the permutation the processor runs: eight states per AVX-512 register, four per
+    AVX2 register, the baseline (each falls back to the next where the processor lacks it)."""
     native = native_merkle.native_module()
     assert native is not None
-    native.use_simd(request.param == "simd")
-    yield request.param
+    in_use = native.use_simd(*PERMUTATIONS[request.param])
+    yield in_use
     native.use_simd(True)
+
+
+def test_the_widest_permutation_is_taken_by_default() -> None:
+    native = native_merkle.native_module()
+    assert native is not None
+    cpuinfo = Path("/proc/cpuinfo")
+    flags = set(cpuinfo.read_text().split()) if cpuinfo.exists() else set()
+    widest = "avx512" if {"avx512f", "avx512vl"} <= flags else "avx2" if "avx2" in flags else "baseline"
+    assert native.use_simd(True) == widest
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
