@@ -179,43 +179,48 @@ static int one_gemm_exact(Py_ssize_t k, const stats_t *a, const stats_t *b) {
     return a->sq * b->sq <= SQUARES_LIMIT * (1.0 - 1.0 / 1073741824.0);
 }
 
-/* acc (m x n) = qa (m x k) @ qb (k x n), all row-major float64 holding exact integers. A tile of 4 rows by 8 columns
- * of acc stays in registers over the whole k (eight 4-wide vectors; the baseline build splits each in two), so each
- * step loads two vectors of qb and four scalars of qa for 32 multiply-adds. */
+/* acc (m x n) = qa (m x k) @ qb (k x n), all row-major float64 holding exact integers. A tile of 4 rows by 2W
+ * columns of acc stays in registers over the whole k (eight W-wide vectors: W = 8 with AVX-512, else 4, which the
+ * baseline build splits in two), so each step loads two vectors of qb and four scalars of qa for 8W multiply-adds.
+ * The AVX-512 build takes 16-column tiles, then 8-column ones, then single columns. */
 typedef double v4d __attribute__((vector_size(32)));
+typedef double v8d __attribute__((vector_size(64)));
 
-#define LOAD4(p) ({ v4d v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define STORE4(p, v) do { v4d v_ = (v); memcpy((p), &v_, sizeof v_); } while (0)
+#define LOADV(V, p) ({ V v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define STOREV(V, p, v) do { V v_ = (v); memcpy((p), &v_, sizeof v_); } while (0)
 
-#define GEMM_BODY                                                                                        \
-    Py_ssize_t j0 = 0;                                                                                   \
-    for (; j0 + 8 <= n; j0 += 8) {                                                                       \
+/* Tiles of 2W columns from column j0 on (j0 ends after the last whole tile). */
+#define GEMM_TILES(V, W)                                                                                 \
+    for (; j0 + 2 * (W) <= n; j0 += 2 * (W)) {                                                           \
         Py_ssize_t i = 0;                                                                                \
         for (; i + 4 <= m; i += 4) {                                                                     \
-            v4d c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};   \
+            V c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};     \
             const double *a0 = qa + i * k, *a1 = a0 + k, *a2 = a1 + k, *a3 = a2 + k;                     \
             for (Py_ssize_t p = 0; p < k; ++p) {                                                         \
-                const v4d b0 = LOAD4(qb + p * n + j0), b1 = LOAD4(qb + p * n + j0 + 4);                  \
+                const V b0 = LOADV(V, qb + p * n + j0), b1 = LOADV(V, qb + p * n + j0 + (W));            \
                 c00 += a0[p] * b0; c01 += a0[p] * b1;                                                    \
                 c10 += a1[p] * b0; c11 += a1[p] * b1;                                                    \
                 c20 += a2[p] * b0; c21 += a2[p] * b1;                                                    \
                 c30 += a3[p] * b0; c31 += a3[p] * b1;                                                    \
             }                                                                                            \
             double *o = acc + i * n + j0;                                                                \
-            STORE4(o, c00); STORE4(o + 4, c01); o += n;                                                  \
-            STORE4(o, c10); STORE4(o + 4, c11); o += n;                                                  \
-            STORE4(o, c20); STORE4(o + 4, c21); o += n;                                                  \
-            STORE4(o, c30); STORE4(o + 4, c31);                                                          \
+            STOREV(V, o, c00); STOREV(V, o + (W), c01); o += n;                                          \
+            STOREV(V, o, c10); STOREV(V, o + (W), c11); o += n;                                          \
+            STOREV(V, o, c20); STOREV(V, o + (W), c21); o += n;                                          \
+            STOREV(V, o, c30); STOREV(V, o + (W), c31);                                                  \
         }                                                                                                \
         for (; i < m; ++i) {                                                                             \
-            v4d c0 = {0}, c1 = {0};                                                                      \
+            V c0 = {0}, c1 = {0};                                                                        \
             for (Py_ssize_t p = 0; p < k; ++p) {                                                         \
-                c0 += qa[i * k + p] * LOAD4(qb + p * n + j0);                                            \
-                c1 += qa[i * k + p] * LOAD4(qb + p * n + j0 + 4);                                        \
+                c0 += qa[i * k + p] * LOADV(V, qb + p * n + j0);                                         \
+                c1 += qa[i * k + p] * LOADV(V, qb + p * n + j0 + (W));                                   \
             }                                                                                            \
-            STORE4(acc + i * n + j0, c0); STORE4(acc + i * n + j0 + 4, c1);                              \
+            STOREV(V, acc + i * n + j0, c0); STOREV(V, acc + i * n + j0 + (W), c1);                      \
         }                                                                                                \
-    }                                                                                                    \
+    }
+
+/* The columns from j0 on, one at a time. */
+#define GEMM_REST                                                                                        \
     for (; j0 < n; ++j0) {                                                                               \
         for (Py_ssize_t i = 0; i < m; ++i) {                                                             \
             double c = 0.0;                                                                              \
@@ -224,34 +229,52 @@ typedef double v4d __attribute__((vector_size(32)));
         }                                                                                                \
     }
 
-typedef void (*gemm_t)(const double *restrict, const double *restrict, double *restrict, Py_ssize_t, Py_ssize_t,
-                       Py_ssize_t);
+#define GEMM_ARGS const double *restrict qa, const double *restrict qb, double *restrict acc, Py_ssize_t m, \
+                  Py_ssize_t k, Py_ssize_t n
+typedef void (*gemm_t)(GEMM_ARGS);
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2,fma"))) static void gemm_avx2(const double *restrict qa, const double *restrict qb,
-                                                          double *restrict acc, Py_ssize_t m, Py_ssize_t k,
-                                                          Py_ssize_t n) {
-    GEMM_BODY
+__attribute__((target("avx512f,avx512vl"))) static void gemm_avx512(GEMM_ARGS) {
+    Py_ssize_t j0 = 0;
+    GEMM_TILES(v8d, 8)
+    GEMM_TILES(v4d, 4)
+    GEMM_REST
+}
+__attribute__((target("avx2,fma"))) static void gemm_avx2(GEMM_ARGS) {
+    Py_ssize_t j0 = 0;
+    GEMM_TILES(v4d, 4)
+    GEMM_REST
 }
 #endif
-static void gemm_baseline(const double *restrict qa, const double *restrict qb, double *restrict acc, Py_ssize_t m,
-                          Py_ssize_t k, Py_ssize_t n) {
-    GEMM_BODY
+static void gemm_baseline(GEMM_ARGS) {
+    Py_ssize_t j0 = 0;
+    GEMM_TILES(v4d, 4)
+    GEMM_REST
 }
 
 static gemm_t gemm = gemm_baseline;
 
-static void choose_gemm(int simd) {
+/* The widest loops the processor has where `simd` is asked for (AVX-512 only when `widest`), else the baselines;
+ * returns their name. */
+static const char *choose_gemm(int simd, int widest) {
     gemm = gemm_baseline;
     align_rows = align_rows_baseline;
     align_columns = align_columns_baseline;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
+    if (simd && widest && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
+        gemm = gemm_avx512; /* the alignment passes measured no faster on 512-bit vectors: AVX2's serve */
+        align_rows = align_rows_avx2;
+        align_columns = align_columns_avx2;
+        return "avx512";
+    }
     if (simd && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         gemm = gemm_avx2;
         align_rows = align_rows_avx2;
         align_columns = align_columns_avx2;
+        return "avx2";
     }
 #endif
+    return "baseline";
 }
 
 /* out = float32(n * ua[i] * ub[j]) over a rows x cols block; n == 0 (either sign) gives +0, the rule's N = 0, while
@@ -429,15 +452,9 @@ static PyObject *align(PyObject *self, PyObject *args) {
  * rounding errors (assigned when `start`: hi held only the first chunk), integers far below 2**53 (at most 64 chunks
  * of at most 2**53 each: every error is below 2**6), so hi + lo is the exact sum. Returns whether any error was
  * nonzero (else hi alone is exact). */
-static PyObject *accumulate(PyObject *self, PyObject *args) {
-    unsigned long long part_ptr, hi_ptr, lo_ptr;
-    Py_ssize_t count;
-    int start;
-    if (!PyArg_ParseTuple(args, "KKKnp", &part_ptr, &hi_ptr, &lo_ptr, &count, &start)) return NULL;
-    const double *restrict part = (const double *)(uintptr_t)part_ptr;
-    double *restrict hi = (double *)(uintptr_t)hi_ptr, *restrict lo = (double *)(uintptr_t)lo_ptr;
+static int two_sum_into(const double *restrict part, double *restrict hi, double *restrict lo,
+                               Py_ssize_t count, int start) {
     double any = 0.0;
-    Py_BEGIN_ALLOW_THREADS
 #pragma omp simd reduction(+ : any)
     for (Py_ssize_t i = 0; i < count; ++i) {
         const double a = hi[i], b = part[i], sum = a + b, bb = sum - a;
@@ -446,23 +463,28 @@ static PyObject *accumulate(PyObject *self, PyObject *args) {
         lo[i] = start ? err : lo[i] + err;
         any += fabs(err); /* integers below 2**6 each: the sum is zero exactly when every error is */
     }
+    return any != 0.0;
+}
+
+static PyObject *accumulate(PyObject *self, PyObject *args) {
+    unsigned long long part_ptr, hi_ptr, lo_ptr;
+    Py_ssize_t count;
+    int start, any;
+    if (!PyArg_ParseTuple(args, "KKKnp", &part_ptr, &hi_ptr, &lo_ptr, &count, &start)) return NULL;
+    const double *part = (const double *)(uintptr_t)part_ptr;
+    double *hi = (double *)(uintptr_t)hi_ptr, *lo = (double *)(uintptr_t)lo_ptr;
+    Py_BEGIN_ALLOW_THREADS
+    any = two_sum_into(part, hi, lo, count, start);
     Py_END_ALLOW_THREADS
-    return PyBool_FromLong(any != 0.0);
+    return PyBool_FromLong(any);
 }
 
 /* finish_pair(hi, lo, ua, ub, out, batch, rows, cols): out = float32((hi + lo) * ua * ub), the exact integer
  * hi + lo rounded once: TwoSum gives s = fl(hi + lo) and its exact error e; where e is nonzero and s even, s moves one
  * unit toward e (rounding to odd at 53 bits), and converting that to float32 (24 bits or fewer) is the one RNE
  * rounding of the sum, since 53 >= 24 + 2. A zero sum gives +0. */
-static PyObject *finish_pair(PyObject *self, PyObject *args) {
-    unsigned long long hi_ptr, lo_ptr, ua_ptr, ub_ptr, out_ptr;
-    Py_ssize_t batch, rows, cols;
-    if (!PyArg_ParseTuple(args, "KKKKKnnn", &hi_ptr, &lo_ptr, &ua_ptr, &ub_ptr, &out_ptr, &batch, &rows, &cols))
-        return NULL;
-    const double *hi = (const double *)(uintptr_t)hi_ptr, *lo = (const double *)(uintptr_t)lo_ptr;
-    const double *ua = (const double *)(uintptr_t)ua_ptr, *ub = (const double *)(uintptr_t)ub_ptr;
-    float *out = (float *)(uintptr_t)out_ptr;
-    Py_BEGIN_ALLOW_THREADS
+static void round_pairs(const double *hi, const double *lo, const double *ua, const double *ub, float *out,
+                               Py_ssize_t batch, Py_ssize_t rows, Py_ssize_t cols) {
     for (Py_ssize_t b = 0; b < batch; ++b) {
         for (Py_ssize_t i = 0; i < rows; ++i) {
             const Py_ssize_t row = (b * rows + i) * cols;
@@ -482,8 +504,37 @@ static PyObject *finish_pair(PyObject *self, PyObject *args) {
             }
         }
     }
+}
+
+static PyObject *finish_pair(PyObject *self, PyObject *args) {
+    unsigned long long hi_ptr, lo_ptr, ua_ptr, ub_ptr, out_ptr;
+    Py_ssize_t batch, rows, cols;
+    if (!PyArg_ParseTuple(args, "KKKKKnnn", &hi_ptr, &lo_ptr, &ua_ptr, &ub_ptr, &out_ptr, &batch, &rows, &cols))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    round_pairs((const double *)(uintptr_t)hi_ptr, (const double *)(uintptr_t)lo_ptr, (const double *)(uintptr_t)ua_ptr,
+                (const double *)(uintptr_t)ub_ptr, (float *)(uintptr_t)out_ptr, batch, rows, cols);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
+}
+
+/* The blocks' exact sums of the aligned r x c q (each row's, or each column's into `total`: c entries), times their
+ * units, rounded once. */
+static void sum_aligned(const double *q, const double *units, Py_ssize_t r, Py_ssize_t c, int by_rows,
+                               double *total, float *out) {
+    if (by_rows) {
+        for (Py_ssize_t i = 0; i < r; ++i) {
+            double t = 0.0;
+#pragma omp simd reduction(+ : t)
+            for (Py_ssize_t j = 0; j < c; ++j) t += q[i * c + j];
+            out[i] = (float)((t + 0.0) * units[i]);
+        }
+        return;
+    }
+    for (Py_ssize_t j = 0; j < c; ++j) total[j] = 0.0;
+    for (Py_ssize_t i = 0; i < r; ++i)
+        for (Py_ssize_t j = 0; j < c; ++j) total[j] += q[i * c + j];
+    for (Py_ssize_t j = 0; j < c; ++j) out[j] = (float)((total[j] + 0.0) * units[j]);
 }
 
 /* sum_blocks((x, rows, cols, strides...), by_rows, out) -> not finite: the sum rule (matmul.repro_sum) over each
@@ -509,20 +560,7 @@ static PyObject *sum_blocks(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     special = align_item(&x, 0, by_rows, q, units, copy, scratch, &st);
     if (!special) {
-        if (by_rows) {
-            for (Py_ssize_t i = 0; i < r; ++i) {
-                double total = 0.0;
-#pragma omp simd reduction(+ : total)
-                for (Py_ssize_t j = 0; j < c; ++j) total += q[i * c + j];
-                out[i] = (float)((total + 0.0) * units[i]);
-            }
-        } else {
-            double *total = scratch; /* c entries */
-            for (Py_ssize_t j = 0; j < c; ++j) total[j] = 0.0;
-            for (Py_ssize_t i = 0; i < r; ++i)
-                for (Py_ssize_t j = 0; j < c; ++j) total[j] += q[i * c + j];
-            for (Py_ssize_t j = 0; j < c; ++j) out[j] = (float)((total[j] + 0.0) * units[j]);
-        }
+        sum_aligned(q, units, r, c, by_rows, scratch, out);
     }
     Py_END_ALLOW_THREADS
     if (owned) free(q);
@@ -552,12 +590,12 @@ static PyObject *finish(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* use_simd(on) -> bool: the AVX2 loops where `on` and the processor has them; the tests run both. */
+/* use_simd(on, widest=True) -> str: choose_gemm(on, widest), the name of the loops now in use; the tests run each
+ * the processor has. */
 static PyObject *use_simd(PyObject *self, PyObject *args) {
-    int on;
-    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
-    choose_gemm(on);
-    return PyBool_FromLong(gemm != gemm_baseline);
+    int on, widest = 1;
+    if (!PyArg_ParseTuple(args, "p|p", &on, &widest)) return NULL;
+    return PyUnicode_FromString(choose_gemm(on, widest));
 }
 
 static PyMethodDef METHODS[] = {
@@ -568,13 +606,13 @@ static PyMethodDef METHODS[] = {
     {"accumulate", accumulate, METH_VARARGS, "Add one K-chunk's exact product into a float64 pair sum (TwoSum)."},
     {"finish_pair", finish_pair, METH_VARARGS, "finish for N = hi + lo: round to odd at 53 bits, then to float32."},
     {"sum_blocks", sum_blocks, METH_VARARGS, "The sum rule over each row or column: True where not finite."},
-    {"use_simd", use_simd, METH_VARARGS, "Take the AVX2 GEMM loop where there is one (True) or the baseline."},
+    {"use_simd", use_simd, METH_VARARGS, "Take the widest SIMD loops the processor has (True) or the baselines."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_matmul_native", NULL, -1, METHODS};
 
 PyMODINIT_FUNC PyInit__matmul_native(void) {
-    choose_gemm(1);
+    choose_gemm(1, 1);
     return PyModule_Create(&MODULE);
 }
