@@ -261,18 +261,13 @@ static const char *choose_gemm(int simd, int widest) {
     align_columns = align_columns_baseline;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    if (simd && widest && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
-        gemm = gemm_avx512; /* the alignment passes measured no faster on 512-bit vectors: AVX2's serve */
-        align_rows = align_rows_avx2;
-        align_columns = align_columns_avx2;
-        return "avx512";
-    }
-    if (simd && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        gemm = gemm_avx2;
-        align_rows = align_rows_avx2;
-        align_columns = align_columns_avx2;
-        return "avx2";
-    }
+    if (!simd || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return "baseline";
+    gemm = gemm_avx2;
+    align_rows = align_rows_avx2; /* the alignment passes measured no faster on 512-bit vectors: AVX2's serve both */
+    align_columns = align_columns_avx2;
+    if (!widest || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vl")) return "avx2";
+    gemm = gemm_avx512;
+    return "avx512";
 #endif
     return "baseline";
 }
@@ -452,9 +447,15 @@ static PyObject *align(PyObject *self, PyObject *args) {
  * rounding errors (assigned when `start`: hi held only the first chunk), integers far below 2**53 (at most 64 chunks
  * of at most 2**53 each: every error is below 2**6), so hi + lo is the exact sum. Returns whether any error was
  * nonzero (else hi alone is exact). */
-static int two_sum_into(const double *restrict part, double *restrict hi, double *restrict lo,
-                               Py_ssize_t count, int start) {
+static PyObject *accumulate(PyObject *self, PyObject *args) {
+    unsigned long long part_ptr, hi_ptr, lo_ptr;
+    Py_ssize_t count;
+    int start;
+    if (!PyArg_ParseTuple(args, "KKKnp", &part_ptr, &hi_ptr, &lo_ptr, &count, &start)) return NULL;
+    const double *restrict part = (const double *)(uintptr_t)part_ptr;
+    double *restrict hi = (double *)(uintptr_t)hi_ptr, *restrict lo = (double *)(uintptr_t)lo_ptr;
     double any = 0.0;
+    Py_BEGIN_ALLOW_THREADS
 #pragma omp simd reduction(+ : any)
     for (Py_ssize_t i = 0; i < count; ++i) {
         const double a = hi[i], b = part[i], sum = a + b, bb = sum - a;
@@ -463,28 +464,23 @@ static int two_sum_into(const double *restrict part, double *restrict hi, double
         lo[i] = start ? err : lo[i] + err;
         any += fabs(err); /* integers below 2**6 each: the sum is zero exactly when every error is */
     }
-    return any != 0.0;
-}
-
-static PyObject *accumulate(PyObject *self, PyObject *args) {
-    unsigned long long part_ptr, hi_ptr, lo_ptr;
-    Py_ssize_t count;
-    int start, any;
-    if (!PyArg_ParseTuple(args, "KKKnp", &part_ptr, &hi_ptr, &lo_ptr, &count, &start)) return NULL;
-    const double *part = (const double *)(uintptr_t)part_ptr;
-    double *hi = (double *)(uintptr_t)hi_ptr, *lo = (double *)(uintptr_t)lo_ptr;
-    Py_BEGIN_ALLOW_THREADS
-    any = two_sum_into(part, hi, lo, count, start);
     Py_END_ALLOW_THREADS
-    return PyBool_FromLong(any);
+    return PyBool_FromLong(any != 0.0);
 }
 
 /* finish_pair(hi, lo, ua, ub, out, batch, rows, cols): out = float32((hi + lo) * ua * ub), the exact integer
  * hi + lo rounded once: TwoSum gives s = fl(hi + lo) and its exact error e; where e is nonzero and s even, s moves one
  * unit toward e (rounding to odd at 53 bits), and converting that to float32 (24 bits or fewer) is the one RNE
  * rounding of the sum, since 53 >= 24 + 2. A zero sum gives +0. */
-static void round_pairs(const double *hi, const double *lo, const double *ua, const double *ub, float *out,
-                               Py_ssize_t batch, Py_ssize_t rows, Py_ssize_t cols) {
+static PyObject *finish_pair(PyObject *self, PyObject *args) {
+    unsigned long long hi_ptr, lo_ptr, ua_ptr, ub_ptr, out_ptr;
+    Py_ssize_t batch, rows, cols;
+    if (!PyArg_ParseTuple(args, "KKKKKnnn", &hi_ptr, &lo_ptr, &ua_ptr, &ub_ptr, &out_ptr, &batch, &rows, &cols))
+        return NULL;
+    const double *hi = (const double *)(uintptr_t)hi_ptr, *lo = (const double *)(uintptr_t)lo_ptr;
+    const double *ua = (const double *)(uintptr_t)ua_ptr, *ub = (const double *)(uintptr_t)ub_ptr;
+    float *out = (float *)(uintptr_t)out_ptr;
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t b = 0; b < batch; ++b) {
         for (Py_ssize_t i = 0; i < rows; ++i) {
             const Py_ssize_t row = (b * rows + i) * cols;
@@ -504,37 +500,8 @@ static void round_pairs(const double *hi, const double *lo, const double *ua, co
             }
         }
     }
-}
-
-static PyObject *finish_pair(PyObject *self, PyObject *args) {
-    unsigned long long hi_ptr, lo_ptr, ua_ptr, ub_ptr, out_ptr;
-    Py_ssize_t batch, rows, cols;
-    if (!PyArg_ParseTuple(args, "KKKKKnnn", &hi_ptr, &lo_ptr, &ua_ptr, &ub_ptr, &out_ptr, &batch, &rows, &cols))
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    round_pairs((const double *)(uintptr_t)hi_ptr, (const double *)(uintptr_t)lo_ptr, (const double *)(uintptr_t)ua_ptr,
-                (const double *)(uintptr_t)ub_ptr, (float *)(uintptr_t)out_ptr, batch, rows, cols);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
-}
-
-/* The blocks' exact sums of the aligned r x c q (each row's, or each column's into `total`: c entries), times their
- * units, rounded once. */
-static void sum_aligned(const double *q, const double *units, Py_ssize_t r, Py_ssize_t c, int by_rows,
-                               double *total, float *out) {
-    if (by_rows) {
-        for (Py_ssize_t i = 0; i < r; ++i) {
-            double t = 0.0;
-#pragma omp simd reduction(+ : t)
-            for (Py_ssize_t j = 0; j < c; ++j) t += q[i * c + j];
-            out[i] = (float)((t + 0.0) * units[i]);
-        }
-        return;
-    }
-    for (Py_ssize_t j = 0; j < c; ++j) total[j] = 0.0;
-    for (Py_ssize_t i = 0; i < r; ++i)
-        for (Py_ssize_t j = 0; j < c; ++j) total[j] += q[i * c + j];
-    for (Py_ssize_t j = 0; j < c; ++j) out[j] = (float)((total[j] + 0.0) * units[j]);
 }
 
 /* sum_blocks((x, rows, cols, strides...), by_rows, out) -> not finite: the sum rule (matmul.repro_sum) over each
@@ -560,7 +527,20 @@ static PyObject *sum_blocks(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     special = align_item(&x, 0, by_rows, q, units, copy, scratch, &st);
     if (!special) {
-        sum_aligned(q, units, r, c, by_rows, scratch, out);
+        if (by_rows) {
+            for (Py_ssize_t i = 0; i < r; ++i) {
+                double total = 0.0;
+#pragma omp simd reduction(+ : total)
+                for (Py_ssize_t j = 0; j < c; ++j) total += q[i * c + j];
+                out[i] = (float)((total + 0.0) * units[i]);
+            }
+        } else {
+            double *total = scratch; /* c entries */
+            for (Py_ssize_t j = 0; j < c; ++j) total[j] = 0.0;
+            for (Py_ssize_t i = 0; i < r; ++i)
+                for (Py_ssize_t j = 0; j < c; ++j) total[j] += q[i * c + j];
+            for (Py_ssize_t j = 0; j < c; ++j) out[j] = (float)((total[j] + 0.0) * units[j]);
+        }
     }
     Py_END_ALLOW_THREADS
     if (owned) free(q);
