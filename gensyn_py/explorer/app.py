@@ -21,10 +21,12 @@ from eth_utils import is_address, to_checksum_address
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.explorer import charts, games, pages, queries
@@ -61,7 +63,8 @@ def create_app(ctx: ExplorerContext) -> Starlette:
 
     def render(request: Request, template: str, title: str, status_code: int = 200, **data: Any) -> HTMLResponse:
         fragment = request.query_params.get("fragment") == "1"
-        html = env.get_template(template).render(title=title, fragment=fragment, version=ctx.version(),
+        version = request.scope.get(VERSION_KEY, ctx.version())
+        html = env.get_template(template).render(title=title, fragment=fragment, version=version,
                                                  status=ctx.status(), **data)
         return HTMLResponse(html, status_code=status_code)
 
@@ -169,4 +172,21 @@ def create_app(ctx: ExplorerContext) -> Starlette:
         Route("/step/{game_id:int}", step_game), Route("/live", live), Route("/healthz", health),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={404: on_404, 405: on_404})
+    return Starlette(routes=routes, exception_handlers={404: on_404, 405: on_404},
+                     middleware=[Middleware(StampIndexVersion, version=ctx.version)])
+
+
+VERSION_KEY = "gensyn.index_version"
+
+
+class StampIndexVersion:
+    """Reads the index's version when a request arrives, before its queries run: a page then never claims a newer
+    version than its content, so the live script cannot take a change as already shown when it is not."""
+
+    def __init__(self, app: ASGIApp, version: Callable[[], int]) -> None:
+        self.app, self.version = app, version
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[VERSION_KEY] = self.version()
+        await self.app(scope, receive, send)

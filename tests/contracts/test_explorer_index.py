@@ -299,3 +299,26 @@ def test_a_game_dispute_page_follows_the_game_in_a_browser(proto: Protocol, expl
         assert width == [390, 390], width
     finally:
         as_phone(browser, False)
+
+
+def test_a_page_whose_refresh_failed_catches_up_with_the_index(proto: Protocol, explorer: ExplorerServer,
+                                                              browser: WebDriver) -> None:
+    """A live page told of a change whose fetch then fails (the server busy or restarting) tries again: it does
+    not wait for a next change that may never come, as when the job it shows has just completed."""
+    job = proto.submit(proto.accounts[1], collateralPerUnit=100 * E18, maxPricePerUnit=100 * E18)
+    explorer.poll_once()
+    browser.get(f"{explorer.url}/job/{job}")
+    state = lambda d: d.find_element(By.CSS_SELECTOR, ".unit h3 .st").text  # noqa: E731
+    assert state(browser) == "Open"
+    browser.execute_script("""const real = window.fetch; window.fetches = 0;
+                              window.fetch = function () { window.fetches++; return real.apply(this, arguments); };""")
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*fragment=1*"]})
+    try:
+        honest_unit(proto, 1, proto.accounts[2], Work.honest(4))
+        explorer.poll_once()  # the stream announces the change; the page's fetch of it fails
+        until(browser, lambda d: d.execute_script("return window.fetches") >= 2, 30, "a failed fetch tried again")
+        assert state(browser) == "Open"
+    finally:
+        browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    until(browser, lambda d: state(d) == "Final", 30, "the page to catch up with no further change")

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
+from gensyn_py.chain.view import ChainView
+from gensyn_py.errors import GensynError
 from gensyn_py.sim import accounting
 from gensyn_py.sim.localnet import LOCAL_PARAMS, LocalNetwork, wait_until
 from gensyn_py.sim.market import Market, NodeSpec, digits_job_spec
@@ -47,7 +49,30 @@ def submit(net: LocalNetwork, rounds: int = 1, shards: int = 1, steps: int = 100
 
 
 def wait_job(net: LocalNetwork, job: int, timeout: float = 180) -> None:
-    Market(net).wait_jobs([job], timeout)
+    """Until the job is Completed; a timeout says where each of its units stands and what the daemons said."""
+    try:
+        Market(net).wait_jobs([job], timeout)
+    except GensynError as e:
+        raise AssertionError(f"{e}\n{story(net, job)}") from e
+
+
+def story(net: LocalNetwork, job: int, tail: int = 25) -> str:
+    """What a stuck job shows: each unit's state on chain, then each daemon's last warnings, errors, starts and
+    unit decisions, timed (a failure message, so a flake on a loaded machine can be read after the fact)."""
+    view = ChainView(protocol(net))
+    lines = [f"chain block {net.w3.eth.block_number}, time {net.w3.eth.get_block('latest')['timestamp']}"]
+    lines += [f"unit {u.unit_id} {u.status.name} solver {u.solver} deadline {u.deadline} "
+              f"verdicts {u.committed}/{u.revealed} validators {list(u.validators)}" for u in view.units(job)]
+    for name, node in net.nodes.items():
+        said = [r for r in net.log_lines(name)
+                if r.get("level") in ("warning", "error") or str(r.get("event", "")).startswith(_TOLD)]
+        lines.append(f"-- {name} {node.account.address} (restarts {node.restarts}, down {node.down})")
+        lines += [f"{r.get('ts', '')} {r.get('event')} {r.get('fields', '')}" for r in said[-tail:]]
+    return "\n".join(lines)
+
+
+_TOLD = ("daemon.", "unit.claim", "unit.commit", "unit.final", "unit.resumed", "verdict", "keeper.", "cycle.",
+         "game.", "dispute.")
 
 
 def wait_log(net: LocalNetwork, name: str, event: str, timeout: float = 120, after: int = 0,

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import requests
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -333,9 +335,17 @@ def test_the_explorer_follows_the_market_in_a_browser(market: LocalNetwork, chea
         until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "section.unit"), 60, "the job's units")
         states = lambda d: d.execute_script(  # noqa: E731  (read at once: the page may be swapped meanwhile)
             "return [...document.querySelectorAll('.unit h3 .st')].map(e => e.textContent)")
-        until(browser, lambda d: states(d) and all(s == "Final" for s in states(d)), 240, "every unit to be Final")
+        # The chain first (a stuck market says where each unit stands), then the page, which follows it live.
+        wait_job(net, job, 240)
+        try:
+            until(browser, lambda d: states(d) and all(s == "Final" for s in states(d)), 60, "every unit to be Final")
+        except TimeoutException as e:  # the chain is done: say what the page and the index hold
+            version = browser.find_element(By.TAG_NAME, "body").get_attribute("data-version")
+            health = requests.get(f"{explorer.url}/healthz", timeout=10).json()
+            raise AssertionError(f"{e.msg}: the page shows {states(browser)} at version {version}; "
+                                 f"the index: {health}") from e
         assert int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-version") or 0) > first_version
-        assert pool.job_state(job).status.name == "COMPLETED"  # the page said Final because the chain did
+        assert pool.job_state(job).status.name == "COMPLETED"
         points = until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#loss circle.pt")), 120,
                        "the loss chart's points")
         assert points >= 2  # one per committed checkpoint replayed (a 40-step unit has 2 segments)
