@@ -175,6 +175,8 @@ def repro_matmul(a: Tensor, b: Tensor) -> Tensor:
     k = a.shape[-1]
     if k > MAX_K:
         raise ValueError(f"repro_matmul supports K <= {MAX_K}, got {k}")
+    if k == 0:  # every entry is the empty sum, N = 0: +0 (the passes below take maxima over K)
+        return torch.zeros((*a.shape[:-1], b.shape[-1]), dtype=F32, device=a.device)
     if a.is_cpu and b.is_cpu and native_module() is not None:
         n = native_matmul(a, b)
         if n is not None:  # finite inputs (an overflow is the rule's inf, as below)

@@ -190,3 +190,14 @@ def test_scratch_memory_goes_with_its_thread() -> None:
         t.start()
         t.join()
     assert rss_bytes() - before < 120 * 2**20
+
+
+@pytest.mark.parametrize("shapes", [((3, 0), (0, 4)), ((2, 3, 0), (2, 0, 4))], ids=["2d", "batched"])
+def test_an_empty_k_gives_positive_zeros_on_both_paths(shapes: tuple[tuple[int, ...], tuple[int, ...]],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """K = 0: every entry is the empty sum, N = 0, so +0, as torch's float32 product gives too."""
+    x, y = torch.ones(shapes[0]), torch.ones(shapes[1])
+    want = x @ y
+    for got in (M.repro_matmul(x, y), torch_path(x, y, monkeypatch)):
+        assert got.shape == want.shape and got.dtype == torch.float32
+        assert bool((got == 0).all()) and not torch.signbit(got).any()
