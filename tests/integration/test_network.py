@@ -342,8 +342,10 @@ def test_the_explorer_follows_the_market_in_a_browser(market: LocalNetwork, chea
         except TimeoutException as e:  # the chain is done: say what the page and the index hold
             version = browser.find_element(By.TAG_NAME, "body").get_attribute("data-version")
             health = requests.get(f"{explorer.url}/healthz", timeout=10).json()
-            raise AssertionError(f"{e.msg}: the page shows {states(browser)} at version {version}; "
-                                 f"the index: {health}") from e
+            fragment = requests.get(f"{explorer.url}/job/{job}?fragment=1", timeout=10)
+            now = f"HTTP {fragment.status_code} {fragment.text[:2000]}"
+            raise AssertionError(f"{e.msg}: the page shows {states(browser)} at version {version}; the index: "
+                                 f"{health}; its fragment now: {now}") from e
         assert int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-version") or 0) > first_version
         assert pool.job_state(job).status.name == "COMPLETED"
         points = until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#loss circle.pt")), 120,
