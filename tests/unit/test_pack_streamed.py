@@ -12,8 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from gensyn_py.train.chunks import MANIFEST_NAME, read_chunked, write_chunked
-from gensyn_py.train.packing import PackError, pack_arrays, pack_images
+from gensyn_py.train.packing import PackError, pack_arrays, pack_csv, pack_images
 from gensyn_py.train.packing.streamed import pack_images_chunked, pack_npy_chunked
+from gensyn_py.train.packing.streamed_csv import pack_csv_chunked
 
 from .test_data_pack import make_images
 
@@ -91,3 +92,54 @@ def test_a_corrupt_image_in_a_later_chunk_is_named(tmp_path: Path) -> None:
     with pytest.raises(PackError, match=last.name):
         pack_images_chunked(root, (6, 5), 3, 2, tmp_path / "out")
     assert not (tmp_path / "out" / MANIFEST_NAME).exists()
+
+
+def write_csv(path: Path, labels: list[str], rows: int = 23) -> Path:
+    lines = ["a,label,b"] + [f"{i * 0.25},{labels[i % len(labels)]},{-i / 3}" for i in range(rows)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("labels", [["3", "0", "1"], ["cat", "dog", "7", "ant"]], ids=["integers", "names"])
+def test_csv_streamed_equals_packed_whole_then_split(tmp_path: Path, labels: list[str]) -> None:
+    """Integer labels are class ids; names (a single non-integer makes every label a name) go by sorted index."""
+    source = write_csv(tmp_path / "t.csv", labels)
+    whole = pack_csv(source, "label")
+    entry = write_chunked(whole.dataset, 5, tmp_path / "split")
+    seen: list[tuple[int, int]] = []
+    streamed = pack_csv_chunked(source, "label", 5, tmp_path / "streamed", lambda d, t: seen.append((d, t)))
+    assert streamed.entry == entry and same_folder(tmp_path / "split", tmp_path / "streamed")
+    assert streamed.chunks == 5 and seen[-1] == (23, 23)
+    names = whole.metadata.get("classes")
+    assert streamed.classes == (None if names is None else json.loads(names))
+
+
+def test_csv_streamed_refuses_what_packing_whole_refuses(tmp_path: Path) -> None:
+    """The same messages, with line and column; a negative id only where every label is an integer."""
+    bad_cell = tmp_path / "cell.csv"
+    bad_cell.write_text("a,label\n1,0\n2,1\nx,0\n", encoding="utf-8")
+    negative = write_csv(tmp_path / "neg.csv", ["1", "-2", "0"])
+    mixed = write_csv(tmp_path / "mixed.csv", ["-2", "cat"])  # names: "-2" is one of them, not an id
+    for source in (bad_cell, negative, tmp_path / "none.csv"):
+        if source.name == "none.csv":
+            source.write_text("a,label\n", encoding="utf-8")
+        with pytest.raises(PackError) as whole:
+            pack_csv(source, "label")
+        with pytest.raises(PackError) as streamed:
+            pack_csv_chunked(source, "label", 2, tmp_path / f"out-{source.stem}")
+        assert str(streamed.value) == str(whole.value)
+        assert not (tmp_path / f"out-{source.stem}" / MANIFEST_NAME).exists()
+    with pytest.raises(PackError, match="line 4, column 'a'"):
+        pack_csv_chunked(bad_cell, "label", 2, tmp_path / "again")
+    assert pack_csv_chunked(mixed, "label", 4, tmp_path / "mixed").classes == ["-2", "cat"]
+
+
+def test_cli_packs_a_csv_in_chunks(tmp_path: Path) -> None:
+    from gensyn_py.cli.main import cli
+
+    source = write_csv(tmp_path / "t.csv", ["cat", "dog"])
+    res = CliRunner().invoke(cli, ["data", "pack", str(source), "--target", "label", "--out", str(tmp_path / "c"),
+                                   "--chunk-examples", "10"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == write_chunked(pack_csv(source, "label").dataset, 10, tmp_path / "again")
+    assert "3 chunks" in res.stderr and "2 classes (cat, dog)" in res.stderr

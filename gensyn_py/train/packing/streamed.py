@@ -2,10 +2,11 @@
 
 A dataset larger than memory cannot be built whole and then split. Image folders and `.npy` arrays pack chunk by
 chunk instead: the images of one chunk are decoded, checked and written before the next chunk's are opened, and an
-`.npy` is memory-mapped, so only the rows of the chunk being written are read. The bytes are the ones the
+`.npy` is memory-mapped, so only the rows of the chunk being written are read; a CSV is read twice, a row at a
+time (`streamed_csv.py`). The bytes are the ones the
 in-memory packers would give, split the way `chunks.write_chunked` splits them (the tests compare both), so the
 same source gives the same manifest CID either way. Where one chunk would pass `chunks.MAX_CHUNK_BYTES` the
-packer stops with the chunk's number. An `.npz`, a CSV and a text corpus are packed whole first (an `.npz`
+packer stops with the chunk's number. An `.npz` and a text corpus are packed whole first (an `.npz`
 member is decompressed whole, a tokenizer is trained on the whole corpus): `common.finish`'s one-file limit
 bounds them.
 """
@@ -51,8 +52,8 @@ def pack_images_chunked(root: Path, size: tuple[int, int], channels: int, chunk_
             x[i], y[i] = decode(path, MODES[channels], size), label
             if progress is not None:
                 progress(start + i + 1, len(files))
-        _add(writer, Dataset(x, y), str(root))
-    return StreamedPack(_close(writer, str(root)), len(writer.entries), classes)
+        add_chunk(writer, Dataset(x, y), str(root))
+    return StreamedPack(close_chunks(writer, str(root)), len(writer.entries), classes)
 
 
 def pack_npy_chunked(source: Path, y_path: Path, chunk_examples: int, folder: Path,
@@ -67,13 +68,13 @@ def pack_npy_chunked(source: Path, y_path: Path, chunk_examples: int, folder: Pa
         where = f" (rows {start}..{stop - 1})"
         x = inputs(np.asarray(x_all[start:stop]), str(source) + where)
         y = targets(np.asarray(y_all[start:stop]), str(y_path) + where)
-        _add(writer, Dataset(x, y), str(source))
+        add_chunk(writer, Dataset(x, y), str(source))
         if progress is not None:
             progress(stop, n)
-    return StreamedPack(_close(writer, str(source)), len(writer.entries))
+    return StreamedPack(close_chunks(writer, str(source)), len(writer.entries))
 
 
-def _add(writer: ChunkWriter, chunk: Dataset, source: str) -> None:
+def add_chunk(writer: ChunkWriter, chunk: Dataset, source: str) -> None:
     check_arrays(chunk.x, chunk.y, f"{source} (chunk {len(writer.entries)})")
     if writer.examples + chunk.num_examples > spec.MAX_EXAMPLES:
         raise PackError(f"{source}: more than {spec.MAX_EXAMPLES:,} examples; a job spec allows at most that")
@@ -83,7 +84,7 @@ def _add(writer: ChunkWriter, chunk: Dataset, source: str) -> None:
         raise PackError(f"{source}: {e}") from None
 
 
-def _close(writer: ChunkWriter, source: str) -> dict[str, Any]:
+def close_chunks(writer: ChunkWriter, source: str) -> dict[str, Any]:
     try:
         return writer.close()
     except SpecError as e:

@@ -13,6 +13,7 @@ import json
 import math
 import re
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,7 +41,7 @@ def pack_csv(path: Path, target: str) -> Packed:
     width = len(names) - 1
     x = np.frombuffer(features, dtype=np.float64).astype(np.float32).reshape(-1, width)
     metadata = {"kind": "csv"}
-    if all(_INTEGER.fullmatch(label) for label, _ in labels):
+    if all(is_integer(label) for label, _ in labels):
         y = _integer_labels(labels, path, target)
     else:
         classes = sorted({label for label, _ in labels})
@@ -52,6 +53,20 @@ def pack_csv(path: Path, target: str) -> Packed:
 
 def _read(reader: Reader, path: Path, target: str) -> tuple[list[str], array, list[tuple[str, int]]]:
     """The header, every feature value in row order, and each label with its line number."""
+    names, rows = read_rows(reader, path, target)
+    features = array("d")
+    labels: list[tuple[str, int]] = []
+    for values, label, line in rows:
+        features.extend(values)
+        labels.append((label, line))
+        check_bytes(len(features) * 4 + len(labels) * 8, f"{path}: {len(labels):,} rows and counting")
+    if not labels:
+        raise PackError(f"{path}: a header but no data rows")
+    return names, features, labels
+
+
+def read_rows(reader: Reader, path: Path, target: str) -> tuple[list[str], Iterator[tuple[list[float], str, int]]]:
+    """The checked header, and the data rows one at a time: (feature values in header order, label, line)."""
     header = next(reader, None)
     if header is None:
         raise PackError(f"{path}: empty; expected a header row naming the columns")
@@ -64,25 +79,21 @@ def _read(reader: Reader, path: Path, target: str) -> tuple[list[str], array, li
     if len(names) < 2:
         raise PackError(f"{path}: only the target column {target!r}; no feature columns")
     t = names.index(target)
-    features = array("d")
-    labels: list[tuple[str, int]] = []
-    for row in reader:
-        if not row:
-            continue  # a blank line
-        line = reader.line_num
-        if len(row) != len(names):
-            raise PackError(f"{path} line {line}: {len(row)} cells, the header has {len(names)}")
-        for i, cell in enumerate(row):
-            if i != t:
-                features.append(_number(cell, path, line, names[i]))
-        label = row[t].strip()
-        if not label:
-            raise PackError(f"{path} line {line}: empty label in column {target!r}")
-        labels.append((label, line))
-        check_bytes(len(features) * 4 + len(labels) * 8, f"{path}: {len(labels):,} rows and counting")
-    if not labels:
-        raise PackError(f"{path}: a header but no data rows")
-    return names, features, labels
+
+    def rows() -> Iterator[tuple[list[float], str, int]]:
+        for row in reader:
+            if not row:
+                continue  # a blank line
+            line = reader.line_num
+            if len(row) != len(names):
+                raise PackError(f"{path} line {line}: {len(row)} cells, the header has {len(names)}")
+            values = [_number(cell, path, line, names[i]) for i, cell in enumerate(row) if i != t]
+            label = row[t].strip()
+            if not label:
+                raise PackError(f"{path} line {line}: empty label in column {target!r}")
+            yield values, label, line
+
+    return names, rows()
 
 
 def _number(cell: str, path: Path, line: int, column: str) -> float:
@@ -96,11 +107,18 @@ def _number(cell: str, path: Path, line: int, column: str) -> float:
 
 
 def _integer_labels(labels: list[tuple[str, int]], path: Path, target: str) -> np.ndarray:
-    values = []
-    for label, line in labels:
-        value = int(label)
-        if value < 0 or value > _INT64_MAX:
-            raise PackError(f"{path} line {line}, column {target!r}: label {value} is not a class id "
-                            "(integers from 0)")
-        values.append(value)
-    return np.array(values, dtype=np.int64)
+    return np.array([class_id(label, line, path, target) for label, line in labels], dtype=np.int64)
+
+
+def is_integer(label: str) -> bool:
+    """Whether a label is an integer as written (all of a file's labels are, or all are names)."""
+    return _INTEGER.fullmatch(label) is not None
+
+
+def class_id(label: str, line: int, path: Path, target: str) -> int:
+    """An integer label as the class id it is, refused when it is not one (negative, or past int64)."""
+    value = int(label)
+    if value < 0 or value > _INT64_MAX:
+        raise PackError(f"{path} line {line}, column {target!r}: label {value} is not a class id "
+                        "(integers from 0)")
+    return value
