@@ -79,8 +79,8 @@ def pack(source: Path, kind: str | None, out: Path, size: str | None, channels: 
             raise click.UsageError(f"{_FLAG[name]} applies to --kind {_OPTION_KIND[name]}, not {kind}")
     if chunk_examples is not None and _streams(kind, source):
         with _progress(quiet, f"packing {source.name} in chunks") as progress:
-            streamed = _pack_streamed(kind, source, size, int(channels or 3), y_path, target, chunk_examples, out,
-                                      progress)
+            streamed = _pack_streamed(kind, source, size, int(channels or 3), y_path, target,
+                                      (seq_len or 64, vocab_size or 512), chunk_examples, out, progress)
         click.echo(json.dumps(streamed.entry, indent=2))
         _note(quiet, f"wrote {out}/: manifest.json and {streamed.chunks} chunks: {streamed_summary(streamed)}")
         return
@@ -118,21 +118,26 @@ def _pack(kind: str, source: Path, size: str | None, channels: int, y_path: Path
 
 
 def _streams(kind: str, source: Path) -> bool:
-    """Whether `kind` packs chunk by chunk (train/packing/streamed.py, streamed_csv.py): image folders, .npy arrays
-    and CSV files."""
-    return kind in ("images", "csv") or (kind == "arrays" and source.suffix.lower() == ".npy")
+    """Whether `kind` packs chunk by chunk (train/packing/streamed*.py): image folders, .npy arrays, CSV files and
+    text corpora."""
+    return kind in ("images", "csv", "text") or (kind == "arrays" and source.suffix.lower() == ".npy")
 
 
 def _pack_streamed(kind: str, source: Path, size: str | None, channels: int, y_path: Path | None,
-                   target: str | None, chunk_examples: int, out: Path, progress: ProgressFn | None) -> StreamedPack:
+                   target: str | None, text: tuple[int, int], chunk_examples: int, out: Path,
+                   progress: ProgressFn | None) -> StreamedPack:
+    """`text`: the corpus's (seq_len, vocab_size)."""
     from gensyn_py.train.packing import parse_size
     from gensyn_py.train.packing.streamed import pack_images_chunked, pack_npy_chunked
     from gensyn_py.train.packing.streamed_csv import pack_csv_chunked
+    from gensyn_py.train.packing.streamed_text import pack_text_chunked
 
     if kind == "csv":
         if target is None:
             raise click.UsageError("--kind csv needs --target COLUMN (the label column)")
         return pack_csv_chunked(source, target, chunk_examples, out, progress)
+    if kind == "text":
+        return pack_text_chunked(source, *text, chunk_examples, out, progress)
     if kind == "images":
         if size is None:
             raise click.UsageError("--kind images needs --size HxW")

@@ -12,11 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from gensyn_py.train.chunks import MANIFEST_NAME, read_chunked, write_chunked
-from gensyn_py.train.packing import PackError, pack_arrays, pack_csv, pack_images
+from gensyn_py.train.packing import PackError, pack_arrays, pack_csv, pack_images, pack_text
 from gensyn_py.train.packing.streamed import pack_images_chunked, pack_npy_chunked
 from gensyn_py.train.packing.streamed_csv import pack_csv_chunked
+from gensyn_py.train.packing.streamed_text import pack_text_chunked
 
-from .test_data_pack import make_images
+from .test_data_pack import make_corpus, make_images
 
 
 def same_folder(a: Path, b: Path) -> bool:
@@ -143,3 +144,36 @@ def test_cli_packs_a_csv_in_chunks(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout) == write_chunked(pack_csv(source, "label").dataset, 10, tmp_path / "again")
     assert "3 chunks" in res.stderr and "2 classes (cat, dog)" in res.stderr
+
+
+def test_text_streamed_equals_packed_whole_then_split(tmp_path: Path) -> None:
+    """Several files whose windows cross file boundaries, a chunk size that does not divide the window count."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    for i, words in enumerate((700, 90, 1200, 5)):  # the last file shorter than a window
+        make_corpus(root / f"part-{i}.txt", words=words, seed=i)
+    whole = pack_text(root, seq_len=24, vocab_size=320)
+    assert whole.dataset.num_examples % 7
+    entry = write_chunked(whole.dataset, 7, tmp_path / "split")
+    seen: list[tuple[int, int]] = []
+    streamed = pack_text_chunked(root, 24, 320, 7, tmp_path / "streamed", lambda d, t: seen.append((d, t)))
+    assert streamed.entry == entry and same_folder(tmp_path / "split", tmp_path / "streamed")
+    assert seen[-1] == (8, 8)  # every file trained on, then encoded
+    short = tmp_path / "short.txt"
+    short.write_text("a few words", encoding="utf-8")
+    with pytest.raises(PackError) as was:
+        pack_text(short, seq_len=24)
+    with pytest.raises(PackError) as now:
+        pack_text_chunked(short, 24, 512, 7, tmp_path / "none")
+    assert str(now.value) == str(was.value) and not (tmp_path / "none" / MANIFEST_NAME).exists()
+
+
+def test_cli_packs_a_text_corpus_in_chunks(tmp_path: Path) -> None:
+    from gensyn_py.cli.main import cli
+
+    make_corpus(tmp_path / "c.txt", words=800)
+    res = CliRunner().invoke(cli, ["data", "pack", str(tmp_path / "c.txt"), "--seq-len", "16", "--vocab-size", "300",
+                                   "--out", str(tmp_path / "c"), "--chunk-examples", "20"])
+    assert res.exit_code == 0, res.output
+    whole = pack_text(tmp_path / "c.txt", seq_len=16, vocab_size=300)
+    assert json.loads(res.stdout) == write_chunked(whole.dataset, 20, tmp_path / "again")

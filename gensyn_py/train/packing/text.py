@@ -13,6 +13,7 @@ holds the dataset can decode what a model trained on it generates (`load_tokeniz
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,14 +29,11 @@ MIN_VOCAB = 256  # byte-level: one token per byte before any merge
 
 def pack_text(source: Path, seq_len: int = 64, vocab_size: int = 512, progress: ProgressFn | None = None) -> Packed:
     """Train a tokenizer of at most `vocab_size` tokens on `source` and cut its encoding into windows."""
-    if seq_len < 1:
-        raise PackError(f"seq_len {seq_len}: must be at least 1")
-    if vocab_size < MIN_VOCAB:
-        raise PackError(f"vocab_size {vocab_size}: a byte-level BPE needs at least {MIN_VOCAB} (one token per byte)")
+    check_options(seq_len, vocab_size)
     files = corpus_files(source)
     texts = []
     for i, path in enumerate(files):
-        texts.append(_read(path))
+        texts.append(read_text(path))
         if progress is not None:
             progress(i + 1, len(files))
     tokenizer = train_tokenizer(texts, vocab_size)
@@ -52,6 +50,13 @@ def pack_text(source: Path, seq_len: int = 64, vocab_size: int = 512, progress: 
     x = np.ascontiguousarray(windows[:, :-1])
     y = np.ascontiguousarray(windows[:, 1:])
     return finish(x, y, metadata, str(source))
+
+
+def check_options(seq_len: int, vocab_size: int) -> None:
+    if seq_len < 1:
+        raise PackError(f"seq_len {seq_len}: must be at least 1")
+    if vocab_size < MIN_VOCAB:
+        raise PackError(f"vocab_size {vocab_size}: a byte-level BPE needs at least {MIN_VOCAB} (one token per byte)")
 
 
 def corpus_files(source: Path) -> list[Path]:
@@ -71,7 +76,7 @@ def corpus_files(source: Path) -> list[Path]:
     return files
 
 
-def train_tokenizer(texts: list[str], vocab_size: int) -> Tokenizer:
+def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Tokenizer:
     """A byte-level BPE of at most `vocab_size` tokens (fewer when the corpus has fewer pairs worth merging)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -97,7 +102,7 @@ def load_tokenizer(metadata: dict[str, str]) -> Tokenizer:
         raise PackError(f"the dataset's tokenizer does not load: {e}") from None
 
 
-def _read(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         return path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as e:

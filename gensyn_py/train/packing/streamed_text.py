@@ -1,0 +1,66 @@
+"""A text corpus packed straight into chunks (`gensyn data pack corpus/ --chunk-examples N`), file by file.
+
+`text.pack_text` holds the whole corpus, its token ids and its windows at once. Here each file is read twice, one
+at a time: the tokenizer trains from an iterator over the files (the `tokenizers` trainer keeps word counts, not
+the texts), then each file is encoded and its ids join the stream, which is cut into windows of seq_len + 1 tokens
+across file boundaries exactly as `pack_text` cuts the concatenation (the tail that fills no window is dropped).
+A chunk is written whenever `chunk_examples` windows are ready. The memory is one file's text and ids and one
+chunk; a single file is still read whole. The chunks are the bytes `pack_text` then `chunks.write_chunked` would
+give (tests/unit/test_pack_streamed.py compares both), so the same corpus gives the same manifest CID either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from gensyn_py.train.chunks import ChunkWriter
+from gensyn_py.train.data import Dataset
+from gensyn_py.train.packing.common import PackError, ProgressFn
+from gensyn_py.train.packing.streamed import StreamedPack, add_chunk, close_chunks
+from gensyn_py.train.packing.text import check_options, corpus_files, read_text, train_tokenizer
+
+
+def pack_text_chunked(source: Path, seq_len: int, vocab_size: int, chunk_examples: int, folder: Path,
+                      progress: ProgressFn | None = None) -> StreamedPack:
+    """`text.pack_text(source, seq_len, vocab_size)` written as chunks of `chunk_examples` windows."""
+    check_options(seq_len, vocab_size)
+    files = corpus_files(source)
+    steps = 2 * len(files)  # progress: every file trained on, then every file encoded
+
+    def texts() -> Iterator[str]:
+        for i, path in enumerate(files):
+            yield read_text(path)
+            if progress is not None:
+                progress(i + 1, steps)
+
+    tokenizer = train_tokenizer(texts(), vocab_size)
+    window = seq_len + 1
+    writer = ChunkWriter(folder, chunk_examples)
+    pending = np.empty(0, dtype=np.int64)  # ids not yet in a written chunk: less than one chunk of windows
+    tokens = 0
+    for i, path in enumerate(files):
+        ids = np.asarray(tokenizer.encode(read_text(path)).ids, dtype=np.int64)
+        tokens += len(ids)
+        pending = np.concatenate([pending, ids])
+        whole = len(pending) // (window * chunk_examples)
+        if whole:
+            cut = whole * window * chunk_examples
+            for part in np.split(pending[:cut].reshape(-1, window), whole):
+                _add_windows(writer, part, source)
+            pending = pending[cut:]
+        if progress is not None:
+            progress(len(files) + i + 1, steps)
+    rest = len(pending) // window
+    if rest:
+        _add_windows(writer, pending[: rest * window].reshape(rest, window), source)
+    if not writer.entries:
+        raise PackError(f"{source}: the corpus is {tokens} tokens; one window of seq_len {seq_len} needs {window}")
+    return StreamedPack(close_chunks(writer, str(source)), len(writer.entries))
+
+
+def _add_windows(writer: ChunkWriter, windows: np.ndarray, source: Path) -> None:
+    x, y = np.ascontiguousarray(windows[:, :-1]), np.ascontiguousarray(windows[:, 1:])
+    add_chunk(writer, Dataset(x, y), str(source))
