@@ -90,7 +90,7 @@ def pack(source: Path, kind: str | None, out: Path, size: str | None, channels: 
     if chunk_examples is not None:
         from gensyn_py.train.chunks import write_chunked
 
-        entry = write_chunked(packed.dataset, chunk_examples, out)
+        entry = write_chunked(packed.dataset, chunk_examples, out, packed.metadata)
         click.echo(json.dumps(entry, indent=2))
         _note(quiet, f"wrote {out}/: manifest.json and {-(-packed.dataset.num_examples // chunk_examples)} chunks: "
                      f"{summary(packed)}")

@@ -51,6 +51,9 @@ class ChunkManifest(BaseModel):
     chunk_examples: int = Field(gt=0)
     num_examples: int = Field(gt=0)
     chunks: list[ChunkEntry] = Field(min_length=1, max_length=MAX_CHUNKS)
+    # What the packer says of the data (`packing`'s metadata: kind, class names, a text corpus's tokenizer), as a
+    # one-file dataset carries it in its header; absent when there is none, so older manifests keep their bytes.
+    metadata: dict[str, str] | None = None
 
     @model_validator(mode="after")
     def _covers(self) -> ChunkManifest:
@@ -70,7 +73,7 @@ class ChunkManifest(BaseModel):
     def to_bytes(self) -> bytes:
         from gensyn_py.train.spec import canonical_json
 
-        return canonical_json(self.model_dump(mode="json"))
+        return canonical_json(self.model_dump(mode="json", exclude_none=True))
 
 
 def parse_manifest(data: bytes) -> ChunkManifest:
@@ -242,9 +245,11 @@ def chunked_entry(sample: Dataset, manifest: ChunkManifest, manifest_bytes: byte
             "chunk_examples": manifest.chunk_examples}
 
 
-def write_chunked(ds: Dataset, chunk_examples: int, folder: Path) -> dict[str, Any]:
-    """`ds` as a folder of chunk files and their manifest; returns the spec's `dataset` entry."""
-    writer = ChunkWriter(folder, chunk_examples)
+def write_chunked(ds: Dataset, chunk_examples: int, folder: Path, metadata: dict[str, str] | None = None
+                  ) -> dict[str, Any]:
+    """`ds` as a folder of chunk files and their manifest (with the packer's `metadata`); returns the spec's
+    `dataset` entry."""
+    writer = ChunkWriter(folder, chunk_examples, metadata)
     for i in range(0, ds.num_examples, chunk_examples):
         writer.add(ds.subset(np.arange(i, min(i + chunk_examples, ds.num_examples))))
     return writer.close()
@@ -256,10 +261,10 @@ class ChunkWriter:
     `close` writes the manifest (last: a folder with a manifest has every chunk it names) and returns the spec's
     `dataset` entry."""
 
-    def __init__(self, folder: Path, chunk_examples: int) -> None:
+    def __init__(self, folder: Path, chunk_examples: int, metadata: dict[str, str] | None = None) -> None:
         if chunk_examples <= 0:
             raise SpecError(f"chunk_examples must be positive, got {chunk_examples}")
-        self.folder, self.chunk_examples = folder, chunk_examples
+        self.folder, self.chunk_examples, self.metadata = folder, chunk_examples, metadata or None
         self.entries: list[ChunkEntry] = []
         self.examples = 0
         self.short = False  # a chunk shorter than chunk_examples was added: it must be the last
@@ -293,8 +298,10 @@ class ChunkWriter:
         if self.sample is None:
             raise SpecError("no examples: a dataset holds at least one")
         manifest = ChunkManifest(chunk_examples=self.chunk_examples, num_examples=self.examples,
-                                 chunks=self.entries)
+                                 chunks=self.entries, metadata=self.metadata)
         data = manifest.to_bytes()
+        if len(data) > MAX_MANIFEST_BYTES:  # a tokenizer of a huge vocabulary, say: nodes would refuse it
+            raise SpecError(f"the manifest would be {len(data):,} bytes; at most {MAX_MANIFEST_BYTES:,}")
         atomic_write(self.folder / MANIFEST_NAME, data)
         return chunked_entry(self.sample, manifest, data)
 

@@ -170,3 +170,21 @@ def test_data_pack_writes_chunks_a_spec_file_uploads(tmp_path: Path) -> None:
     assert loaded.spec.dataset.model_dump() == {**entry}
     opened = open_dataset(loaded.spec.dataset, store.get)
     assert np.array_equal(opened.x[np.arange(50)], x)
+
+
+def test_a_manifest_carries_the_packers_metadata_and_without_any_keeps_its_bytes(tmp_path: Path) -> None:
+    from gensyn_py.train.chunks import parse_manifest, write_chunked
+
+    ds = digits_set()
+    plain = write_chunked(ds, 500, tmp_path / "plain")
+    data = (tmp_path / "plain" / "manifest.json").read_bytes()
+    assert b"metadata" not in data and parse_manifest(data).metadata is None
+    manifest = split(ds, 500)[0]  # the manifest as before metadata existed: the same bytes, the same CID
+    assert plain == chunked_entry(ds, manifest, manifest.to_bytes())
+    meta = {"kind": "arrays", "classes": json.dumps(["a", "b"])}
+    write_chunked(ds, 500, tmp_path / "meta", meta)
+    assert parse_manifest((tmp_path / "meta" / "manifest.json").read_bytes()).metadata == meta
+    bad = json.loads(data)
+    bad["metadata"] = {"kind": 3}
+    with pytest.raises(SpecError, match="metadata"):
+        parse_manifest(json.dumps(bad).encode())

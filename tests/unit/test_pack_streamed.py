@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from gensyn_py.train.chunks import MANIFEST_NAME, read_chunked, write_chunked
+from gensyn_py.train.chunks import MANIFEST_NAME, parse_manifest, read_chunked, write_chunked
 from gensyn_py.train.packing import PackError, pack_arrays, pack_csv, pack_images, pack_text
 from gensyn_py.train.packing.streamed import pack_images_chunked, pack_npy_chunked
 from gensyn_py.train.packing.streamed_csv import pack_csv_chunked
 from gensyn_py.train.packing.streamed_text import pack_text_chunked
+from gensyn_py.train.packing.text import load_tokenizer
 
 from .test_data_pack import make_corpus, make_images
 
@@ -27,7 +28,7 @@ def same_folder(a: Path, b: Path) -> bool:
 def test_images_streamed_equal_packed_whole_then_split(tmp_path: Path) -> None:
     root = make_images(tmp_path / "imgs")
     whole = pack_images(root, (6, 5), 3)
-    entry = write_chunked(whole.dataset, 4, tmp_path / "split")
+    entry = write_chunked(whole.dataset, 4, tmp_path / "split", whole.metadata)
     streamed = pack_images_chunked(root, (6, 5), 3, 4, tmp_path / "streamed")
     assert streamed.entry == entry and same_folder(tmp_path / "split", tmp_path / "streamed")
     assert streamed.chunks == -(-whole.dataset.num_examples // 4) and streamed.classes is not None
@@ -40,7 +41,7 @@ def test_npy_streamed_equal_packed_whole_then_split_and_read_by_rows(tmp_path: P
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "y.npy", rng.integers(0, 7, 2000))
     whole = pack_arrays(tmp_path / "x.npy", tmp_path / "y.npy")
-    entry = write_chunked(whole.dataset, 100, tmp_path / "split")
+    entry = write_chunked(whole.dataset, 100, tmp_path / "split", whole.metadata)
     del whole
     tracemalloc.start()
     streamed = pack_npy_chunked(tmp_path / "x.npy", tmp_path / "y.npy", 100, tmp_path / "streamed")
@@ -83,7 +84,8 @@ def test_cli_packs_images_in_chunks(tmp_path: Path) -> None:
     entry = json.loads(res.stdout)
     assert entry["chunk_examples"] == 3 and entry["x_shape"] == [3, 6, 5]
     assert "chunks:" in res.stderr and "classes" in res.stderr
-    assert entry == write_chunked(pack_images(root, (6, 5), 3).dataset, 3, tmp_path / "again")
+    whole = pack_images(root, (6, 5), 3)
+    assert entry == write_chunked(whole.dataset, 3, tmp_path / "again", whole.metadata)
 
 
 def test_a_corrupt_image_in_a_later_chunk_is_named(tmp_path: Path) -> None:
@@ -106,7 +108,7 @@ def test_csv_streamed_equals_packed_whole_then_split(tmp_path: Path, labels: lis
     """Integer labels are class ids; names (a single non-integer makes every label a name) go by sorted index."""
     source = write_csv(tmp_path / "t.csv", labels)
     whole = pack_csv(source, "label")
-    entry = write_chunked(whole.dataset, 5, tmp_path / "split")
+    entry = write_chunked(whole.dataset, 5, tmp_path / "split", whole.metadata)
     seen: list[tuple[int, int]] = []
     streamed = pack_csv_chunked(source, "label", 5, tmp_path / "streamed", lambda d, t: seen.append((d, t)))
     assert streamed.entry == entry and same_folder(tmp_path / "split", tmp_path / "streamed")
@@ -142,7 +144,8 @@ def test_cli_packs_a_csv_in_chunks(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["data", "pack", str(source), "--target", "label", "--out", str(tmp_path / "c"),
                                    "--chunk-examples", "10"])
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout) == write_chunked(pack_csv(source, "label").dataset, 10, tmp_path / "again")
+    whole = pack_csv(source, "label")
+    assert json.loads(res.stdout) == write_chunked(whole.dataset, 10, tmp_path / "again", whole.metadata)
     assert "3 chunks" in res.stderr and "2 classes (cat, dog)" in res.stderr
 
 
@@ -154,7 +157,7 @@ def test_text_streamed_equals_packed_whole_then_split(tmp_path: Path) -> None:
         make_corpus(root / f"part-{i}.txt", words=words, seed=i)
     whole = pack_text(root, seq_len=24, vocab_size=320)
     assert whole.dataset.num_examples % 7
-    entry = write_chunked(whole.dataset, 7, tmp_path / "split")
+    entry = write_chunked(whole.dataset, 7, tmp_path / "split", whole.metadata)
     seen: list[tuple[int, int]] = []
     streamed = pack_text_chunked(root, 24, 320, 7, tmp_path / "streamed", lambda d, t: seen.append((d, t)))
     assert streamed.entry == entry and same_folder(tmp_path / "split", tmp_path / "streamed")
@@ -176,4 +179,10 @@ def test_cli_packs_a_text_corpus_in_chunks(tmp_path: Path) -> None:
                                    "--out", str(tmp_path / "c"), "--chunk-examples", "20"])
     assert res.exit_code == 0, res.output
     whole = pack_text(tmp_path / "c.txt", seq_len=16, vocab_size=300)
-    assert json.loads(res.stdout) == write_chunked(whole.dataset, 20, tmp_path / "again")
+    assert json.loads(res.stdout) == write_chunked(whole.dataset, 20, tmp_path / "again", whole.metadata)
+    # The manifest ships the tokenizer, as the one-file pack does: it decodes a window back to the corpus's text.
+    manifest = parse_manifest((tmp_path / "c" / MANIFEST_NAME).read_bytes())
+    assert manifest.metadata == whole.metadata
+    tokenizer = load_tokenizer(manifest.metadata)
+    text = (tmp_path / "c.txt").read_text(encoding="utf-8")
+    assert tokenizer.decode(whole.dataset.x[3].tolist()) in text

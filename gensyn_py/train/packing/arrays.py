@@ -15,6 +15,8 @@ import numpy as np
 
 from gensyn_py.train.packing.common import Packed, PackError, finish
 
+ARRAYS_METADATA = {"kind": "arrays"}
+
 _INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -36,7 +38,7 @@ def pack_arrays(source: Path, y_path: Path | None = None) -> Packed:
     x = inputs(x, x_name)
     y = targets(y, y_name)
     check_lengths(x, y, x_name, y_name)
-    return finish(x, y, {"kind": "arrays"}, str(source))
+    return finish(x, y, dict(ARRAYS_METADATA), str(source))
 
 
 def check_lengths(x: np.ndarray, y: np.ndarray, x_name: str, y_name: str) -> None:

@@ -49,7 +49,11 @@ def pack_images(root: Path, size: tuple[int, int], channels: int = 3, progress: 
         y[i] = label
         if progress is not None:
             progress(i + 1, len(files))
-    return finish(x, y, {"kind": "images", "classes": json.dumps(classes, ensure_ascii=False)}, str(root))
+    return finish(x, y, images_metadata(classes), str(root))
+
+
+def images_metadata(classes: list[str]) -> dict[str, str]:
+    return {"kind": "images", "classes": json.dumps(classes, ensure_ascii=False)}
 
 
 def scan(root: Path) -> tuple[list[str], list[tuple[Path, int]]]:

@@ -22,9 +22,9 @@ from gensyn_py.errors import SpecError
 from gensyn_py.train import spec
 from gensyn_py.train.chunks import ChunkWriter
 from gensyn_py.train.data import Dataset
-from gensyn_py.train.packing.arrays import check_lengths, inputs, load_npy, targets
+from gensyn_py.train.packing.arrays import ARRAYS_METADATA, check_lengths, inputs, load_npy, targets
 from gensyn_py.train.packing.common import PackError, ProgressFn, check_arrays
-from gensyn_py.train.packing.images import MODES, decode, scan
+from gensyn_py.train.packing.images import MODES, decode, images_metadata, scan
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def pack_images_chunked(root: Path, size: tuple[int, int], channels: int, chunk_
     if channels not in MODES:
         raise PackError(f"channels {channels}: expected 1 (greyscale), 3 (RGB) or 4 (RGBA)")
     classes, files = scan(root)
-    writer = ChunkWriter(folder, chunk_examples)
+    writer = ChunkWriter(folder, chunk_examples, images_metadata(classes))
     for start in range(0, len(files), chunk_examples):
         part = files[start:start + chunk_examples]
         x = np.empty((len(part), channels, *size), dtype=np.float32)
@@ -60,7 +60,7 @@ def pack_npy_chunked(source: Path, y_path: Path, chunk_examples: int, folder: Pa
     """`arrays.pack_arrays` of an x `.npy` and a y `.npy`, memory-mapped and written chunk by chunk."""
     x_all, y_all = load_npy(source, mmap=True), load_npy(y_path, mmap=True)
     check_lengths(x_all, y_all, str(source), str(y_path))
-    writer = ChunkWriter(folder, chunk_examples)
+    writer = ChunkWriter(folder, chunk_examples, dict(ARRAYS_METADATA))
     n = int(x_all.shape[0])
     for start in range(0, n, chunk_examples):
         stop = min(start + chunk_examples, n)

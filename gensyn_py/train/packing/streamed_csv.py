@@ -21,7 +21,7 @@ from gensyn_py.train.chunks import ChunkWriter
 from gensyn_py.train.data import Dataset
 from gensyn_py.train.packing.common import PackError, ProgressFn
 from gensyn_py.train.packing.streamed import StreamedPack, add_chunk, close_chunks
-from gensyn_py.train.packing.table import class_id, is_integer, read_rows
+from gensyn_py.train.packing.table import class_id, csv_metadata, is_integer, read_rows
 
 Row = tuple[list[float], str, int]
 
@@ -45,7 +45,7 @@ def pack_csv_chunked(path: Path, target: str, chunk_examples: int, folder: Path,
         class_id(*first_integer, path, target)  # raises, as table.pack_csv does for the first such label
     classes = None if integers else sorted(names)
     index = {} if classes is None else {name: i for i, name in enumerate(classes)}
-    writer = ChunkWriter(folder, chunk_examples)
+    writer = ChunkWriter(folder, chunk_examples, csv_metadata(classes))
     done = 0
     with _rows(path, target) as rows:  # pass 2: the same rows, a chunk at a time
         for part in _batches(rows, chunk_examples):

@@ -20,7 +20,7 @@ from gensyn_py.train.chunks import ChunkWriter
 from gensyn_py.train.data import Dataset
 from gensyn_py.train.packing.common import PackError, ProgressFn
 from gensyn_py.train.packing.streamed import StreamedPack, add_chunk, close_chunks
-from gensyn_py.train.packing.text import check_options, corpus_files, read_text, train_tokenizer
+from gensyn_py.train.packing.text import check_options, corpus_files, read_text, text_metadata, train_tokenizer
 
 
 def pack_text_chunked(source: Path, seq_len: int, vocab_size: int, chunk_examples: int, folder: Path,
@@ -38,7 +38,7 @@ def pack_text_chunked(source: Path, seq_len: int, vocab_size: int, chunk_example
 
     tokenizer = train_tokenizer(texts(), vocab_size)
     window = seq_len + 1
-    writer = ChunkWriter(folder, chunk_examples)
+    writer = ChunkWriter(folder, chunk_examples, text_metadata(tokenizer))
     pending = np.empty(0, dtype=np.int64)  # ids not yet in a written chunk: less than one chunk of windows
     tokens = 0
     for i, path in enumerate(files):

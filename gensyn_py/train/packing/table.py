@@ -40,15 +40,19 @@ def pack_csv(path: Path, target: str) -> Packed:
         raise PackError(f"{path}: not a readable CSV file ({e})") from None
     width = len(names) - 1
     x = np.frombuffer(features, dtype=np.float64).astype(np.float32).reshape(-1, width)
-    metadata = {"kind": "csv"}
+    classes = None
     if all(is_integer(label) for label, _ in labels):
         y = _integer_labels(labels, path, target)
     else:
         classes = sorted({label for label, _ in labels})
         index = {name: i for i, name in enumerate(classes)}
         y = np.array([index[label] for label, _ in labels], dtype=np.int64)
-        metadata["classes"] = json.dumps(classes, ensure_ascii=False)
-    return finish(x, y, metadata, str(path))
+    return finish(x, y, csv_metadata(classes), str(path))
+
+
+def csv_metadata(classes: list[str] | None) -> dict[str, str]:
+    """The kind, and the label names where the labels are names (integer labels are the class ids)."""
+    return {"kind": "csv"} if classes is None else {"kind": "csv", "classes": json.dumps(classes, ensure_ascii=False)}
 
 
 def _read(reader: Reader, path: Path, target: str) -> tuple[list[str], array, list[tuple[str, int]]]:

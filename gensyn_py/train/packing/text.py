@@ -46,10 +46,14 @@ def pack_text(source: Path, seq_len: int = 64, vocab_size: int = 512, progress: 
                         f"{window}")
     check_bytes(2 * n * seq_len * 8, f"{source}: {n:,} windows of {seq_len} tokens")
     windows = ids[: n * window].reshape(n, window)
-    metadata = {"kind": "text", "tokenizer": tokenizer.to_str(), "vocab_size": str(tokenizer.get_vocab_size())}
     x = np.ascontiguousarray(windows[:, :-1])
     y = np.ascontiguousarray(windows[:, 1:])
-    return finish(x, y, metadata, str(source))
+    return finish(x, y, text_metadata(tokenizer), str(source))
+
+
+def text_metadata(tokenizer: Tokenizer) -> dict[str, str]:
+    """The tokenizer shipped with the windows it made, and its vocabulary size."""
+    return {"kind": "text", "tokenizer": tokenizer.to_str(), "vocab_size": str(tokenizer.get_vocab_size())}
 
 
 def check_options(seq_len: int, vocab_size: int) -> None:
