@@ -118,9 +118,9 @@ def _pack(kind: str, source: Path, size: str | None, channels: int, y_path: Path
 
 
 def _streams(kind: str, source: Path) -> bool:
-    """Whether `kind` packs chunk by chunk (train/packing/streamed*.py): image folders, .npy arrays, CSV files and
-    text corpora."""
-    return kind in ("images", "csv", "text") or (kind == "arrays" and source.suffix.lower() == ".npy")
+    """Whether `kind` packs chunk by chunk (train/packing/streamed*.py): image folders, .npy and .npz arrays, CSV
+    files and text corpora."""
+    return kind in ("images", "csv", "text") or (kind == "arrays" and source.suffix.lower() in (".npy", ".npz"))
 
 
 def _pack_streamed(kind: str, source: Path, size: str | None, channels: int, y_path: Path | None,
@@ -130,6 +130,7 @@ def _pack_streamed(kind: str, source: Path, size: str | None, channels: int, y_p
     from gensyn_py.train.packing import parse_size
     from gensyn_py.train.packing.streamed import pack_images_chunked, pack_npy_chunked
     from gensyn_py.train.packing.streamed_csv import pack_csv_chunked
+    from gensyn_py.train.packing.streamed_npz import pack_npz_chunked
     from gensyn_py.train.packing.streamed_text import pack_text_chunked
 
     if kind == "csv":
@@ -138,6 +139,10 @@ def _pack_streamed(kind: str, source: Path, size: str | None, channels: int, y_p
         return pack_csv_chunked(source, target, chunk_examples, out, progress)
     if kind == "text":
         return pack_text_chunked(source, *text, chunk_examples, out, progress)
+    if source.suffix.lower() == ".npz":
+        if y_path is not None:
+            raise click.UsageError(f"{source}: an .npz holds both x and y; do not name a separate y file")
+        return pack_npz_chunked(source, chunk_examples, out, progress)
     if kind == "images":
         if size is None:
             raise click.UsageError("--kind images needs --size HxW")

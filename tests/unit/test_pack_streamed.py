@@ -15,6 +15,7 @@ from gensyn_py.train.chunks import MANIFEST_NAME, parse_manifest, read_chunked, 
 from gensyn_py.train.packing import PackError, pack_arrays, pack_csv, pack_images, pack_text
 from gensyn_py.train.packing.streamed import pack_images_chunked, pack_npy_chunked
 from gensyn_py.train.packing.streamed_csv import pack_csv_chunked
+from gensyn_py.train.packing.streamed_npz import pack_npz_chunked
 from gensyn_py.train.packing.streamed_text import pack_text_chunked
 from gensyn_py.train.packing.text import load_tokenizer
 
@@ -186,3 +187,48 @@ def test_cli_packs_a_text_corpus_in_chunks(tmp_path: Path) -> None:
     tokenizer = load_tokenizer(manifest.metadata)
     text = (tmp_path / "c.txt").read_text(encoding="utf-8")
     assert tokenizer.decode(whole.dataset.x[3].tolist()) in text
+
+
+def test_npz_streamed_equals_packed_whole_then_split_and_reads_by_rows(tmp_path: Path) -> None:
+    """The members are read a chunk's rows at a time from the compressed archive, not decompressed whole."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2000, 2048))  # float64: converted to float32 per chunk
+    np.savez_compressed(tmp_path / "d.npz", x=x, y=rng.integers(0, 7, 2000).astype(np.uint8))
+    whole = pack_arrays(tmp_path / "d.npz")
+    entry = write_chunked(whole.dataset, 300, tmp_path / "split", whole.metadata)
+    del whole, x
+    tracemalloc.start()
+    streamed = pack_npz_chunked(tmp_path / "d.npz", 300, tmp_path / "streamed")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert streamed.entry == entry and same_folder(tmp_path / "split", tmp_path / "streamed")
+    assert streamed.chunks == 7
+    assert peak < 8 * 300 * 2048 * 4  # a few chunks' worth, against 33 MB for the whole x in float64
+
+
+def test_npz_streamed_refuses_what_packing_whole_refuses(tmp_path: Path) -> None:
+    """Rows at fault are named; archives that are not two plain arrays get pack_arrays' own answer."""
+    x = np.ones((30, 3))
+    x[17, 1] = np.inf
+    np.savez(tmp_path / "inf.npz", x=x, y=np.zeros(30, dtype=np.int64))
+    with pytest.raises(PackError, match=r"rows 10\.\.19.*NaN or infinite"):
+        pack_npz_chunked(tmp_path / "inf.npz", 10, tmp_path / "out")
+    assert not (tmp_path / "out" / MANIFEST_NAME).exists()
+    np.savez(tmp_path / "short.npz", x=np.ones((30, 3)), y=np.zeros(29, dtype=np.int64))
+    np.savez(tmp_path / "extra.npz", x=np.ones((3, 3)), y=np.zeros(3, dtype=np.int64), z=np.ones(2))
+    np.savez(tmp_path / "floaty.npz", x=np.ones((3, 3)), y=np.zeros(3))
+    np.savez(tmp_path / "objects.npz", x=np.array([{"a": 1}] * 3, dtype=object), y=np.zeros(3, dtype=np.int64))
+    (tmp_path / "broken.npz").write_bytes(b"PK not really")
+    for bad in ("short", "extra", "objects", "broken"):
+        with pytest.raises(PackError) as was:
+            pack_arrays(tmp_path / f"{bad}.npz")
+        with pytest.raises(PackError) as now:
+            pack_npz_chunked(tmp_path / f"{bad}.npz", 2, tmp_path / f"out-{bad}")
+        assert str(now.value) == str(was.value), bad
+    with pytest.raises(PackError, match=r"rows 0\.\.1\)\) is float64; targets must be integers"):
+        pack_npz_chunked(tmp_path / "floaty.npz", 2, tmp_path / "out-floaty")
+    fortran = np.asfortranarray(np.arange(40, dtype=np.float32).reshape(10, 4))
+    np.savez(tmp_path / "f.npz", x=fortran, y=np.arange(10))
+    whole = pack_arrays(tmp_path / "f.npz")
+    entry = write_chunked(whole.dataset, 4, tmp_path / "f-split", whole.metadata)
+    assert pack_npz_chunked(tmp_path / "f.npz", 4, tmp_path / "f-streamed").entry == entry

@@ -3,11 +3,11 @@
 A dataset larger than memory cannot be built whole and then split. Image folders and `.npy` arrays pack chunk by
 chunk instead: the images of one chunk are decoded, checked and written before the next chunk's are opened, and an
 `.npy` is memory-mapped, so only the rows of the chunk being written are read; a CSV is read twice, a row at a
-time (`streamed_csv.py`); a text corpus file by file (`streamed_text.py`). The bytes are the ones the
+time (`streamed_csv.py`); a text corpus file by file (`streamed_text.py`); an `.npz` a chunk's rows at a time
+from its compressed members (`streamed_npz.py`). The bytes are the ones the
 in-memory packers would give, split the way `chunks.write_chunked` splits them (the tests compare both), so the
 same source gives the same manifest CID either way. Where one chunk would pass `chunks.MAX_CHUNK_BYTES` the
-packer stops with the chunk's number. An `.npz` is packed whole first (its members are decompressed
-whole): `common.finish`'s one-file limit bounds it.
+packer stops with the chunk's number.
 """
 
 from __future__ import annotations
