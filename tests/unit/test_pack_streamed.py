@@ -219,16 +219,56 @@ def test_npz_streamed_refuses_what_packing_whole_refuses(tmp_path: Path) -> None
     np.savez(tmp_path / "floaty.npz", x=np.ones((3, 3)), y=np.zeros(3))
     np.savez(tmp_path / "objects.npz", x=np.array([{"a": 1}] * 3, dtype=object), y=np.zeros(3, dtype=np.int64))
     (tmp_path / "broken.npz").write_bytes(b"PK not really")
-    for bad in ("short", "extra", "objects", "broken"):
+    # Faults of a whole member's dtype or shape are found before any row is read, so they read as packing whole
+    # does: the file's shape, not a chunk's.
+    np.savez(tmp_path / "flat.npz", x=np.ones(3), y=np.zeros(3, dtype=np.int64))
+    np.savez(tmp_path / "empty-dim.npz", x=np.ones((3, 0)), y=np.zeros(3, dtype=np.int64))
+    np.savez(tmp_path / "bools.npz", x=np.ones((3, 2), dtype=bool), y=np.zeros(3, dtype=np.int64))
+    for bad in ("short", "extra", "objects", "broken", "floaty", "flat", "empty-dim", "bools"):
         with pytest.raises(PackError) as was:
             pack_arrays(tmp_path / f"{bad}.npz")
         with pytest.raises(PackError) as now:
             pack_npz_chunked(tmp_path / f"{bad}.npz", 2, tmp_path / f"out-{bad}")
         assert str(now.value) == str(was.value), bad
-    with pytest.raises(PackError, match=r"rows 0\.\.1\)\) is float64; targets must be integers"):
-        pack_npz_chunked(tmp_path / "floaty.npz", 2, tmp_path / "out-floaty")
     fortran = np.asfortranarray(np.arange(40, dtype=np.float32).reshape(10, 4))
     np.savez(tmp_path / "f.npz", x=fortran, y=np.arange(10))
     whole = pack_arrays(tmp_path / "f.npz")
     entry = write_chunked(whole.dataset, 4, tmp_path / "f-split", whole.metadata)
     assert pack_npz_chunked(tmp_path / "f.npz", 4, tmp_path / "f-streamed").entry == entry
+
+
+@pytest.mark.parametrize("rows", [50, 5000], ids=["read-with-the-header", "read-late"])
+def test_npz_with_a_bad_crc_is_a_pack_error_not_a_crash(tmp_path: Path, rows: int) -> None:
+    """A damaged member is found when its last bytes are read: with the header (small) or rows later (large)."""
+    np.savez(tmp_path / "d.npz", x=np.ones((rows, 4)), y=np.zeros(rows, dtype=np.int64))
+    raw = bytearray((tmp_path / "d.npz").read_bytes())
+    raw[raw.rfind(b"\x00\x00\xf0\x3f") + 3] ^= 1  # one bit of x's last 1.0, the CRC left as it was
+    (tmp_path / "d.npz").write_bytes(bytes(raw))
+    with pytest.raises(PackError, match=r"not a loadable \.npz without pickle \(Bad CRC-32 for file 'x\.npy'\)"):
+        pack_npz_chunked(tmp_path / "d.npz", 1000, tmp_path / "out")
+    assert not (tmp_path / "out" / MANIFEST_NAME).exists()
+
+
+def test_csv_streamed_refuses_too_many_rows_and_a_file_changed_between_its_passes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gensyn_py.train import spec
+    from gensyn_py.train.packing import streamed_csv
+
+    source = write_csv(tmp_path / "t.csv", ["cat", "dog"])
+    with monkeypatch.context() as m:
+        m.setattr(spec, "MAX_EXAMPLES", 10)
+        with pytest.raises(PackError, match="23 examples; a job spec allows at most 10"):
+            pack_csv_chunked(source, "label", 5, tmp_path / "many")
+    real, passes = streamed_csv.read_rows, []
+
+    def second_pass_differs(*args: object) -> object:  # as if the file were rewritten between the two readings
+        names, rows = real(*args)  # type: ignore[arg-type]
+        passes.append(1)
+        if len(passes) == 1:
+            return names, rows
+        return names, ((values, "eel" if line == 9 else label, line) for values, label, line in rows)
+
+    monkeypatch.setattr(streamed_csv, "read_rows", second_pass_differs)
+    with pytest.raises(PackError, match="line 9: label 'eel' was not in the file's first reading"):
+        pack_csv_chunked(source, "label", 5, tmp_path / "changed")
+    assert not (tmp_path / "changed" / MANIFEST_NAME).exists()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gensyn_py.train import spec
 from gensyn_py.train.chunks import ChunkWriter
 from gensyn_py.train.data import Dataset
 from gensyn_py.train.packing.common import PackError, ProgressFn
@@ -41,6 +42,8 @@ def pack_csv_chunked(path: Path, target: str, chunk_examples: int, folder: Path,
             total += 1
     if total == 0:
         raise PackError(f"{path}: a header but no data rows")
+    if total > spec.MAX_EXAMPLES:  # as the whole-file packer says it, before anything is written
+        raise PackError(f"{path}: {total:,} examples; a job spec allows at most {spec.MAX_EXAMPLES:,}")
     if integers and first_integer is not None:
         class_id(*first_integer, path, target)  # raises, as table.pack_csv does for the first such label
     classes = None if integers else sorted(names)
@@ -50,7 +53,7 @@ def pack_csv_chunked(path: Path, target: str, chunk_examples: int, folder: Path,
     with _rows(path, target) as rows:  # pass 2: the same rows, a chunk at a time
         for part in _batches(rows, chunk_examples):
             x = np.array([values for values, _, _ in part], dtype=np.float64).astype(np.float32)
-            y = np.array([int(label) if classes is None else index[label] for _, label, _ in part], dtype=np.int64)
+            y = np.array([_label(label, line, index, path) for _, label, line in part], dtype=np.int64)
             add_chunk(writer, Dataset(x, y), str(path))
             done += len(part)
             if progress is not None:
@@ -68,6 +71,16 @@ def _rows(path: Path, target: str) -> Iterator[Iterator[Row]]:
         raise PackError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except csv.Error as e:
         raise PackError(f"{path}: not a readable CSV file ({e})") from None
+
+
+def _label(label: str, line: int, index: dict[str, int], path: Path) -> int:
+    """The class id of a label in the second pass (`index`: the names, empty where the labels are the ids)."""
+    if index and label in index:
+        return index[label]
+    if not index and is_integer(label):
+        return int(label)
+    raise PackError(f"{path} line {line}: label {label!r} was not in the file's first reading; the file changed "
+                    "while it was being packed")
 
 
 def _is_class_id(label: str) -> bool:

@@ -3,15 +3,17 @@
 `np.load` decompresses a member whole. Here each member (`x.npy`, `y.npy`) is opened as a stream inside the zip
 archive, its `.npy` header read with `numpy.lib.format`, and then only the bytes of the next chunk's rows are
 read (decompressed) from each, converted and checked as `arrays.pack_arrays` does, and written. The memory is
-one chunk. The chunks are the bytes `arrays.pack_arrays` then `chunks.write_chunked` would give
-(tests/unit/test_pack_streamed.py compares both). An archive that is not plainly two C-ordered arrays `x` and `y`
-of a fixed-size dtype (other members, a Fortran-ordered or object array, a single number) goes through
-`pack_arrays` whole, so it gets the same error or the same bytes.
+one chunk. A fault of a member's dtype or shape is refused before any row is read, in `pack_arrays`' words; a
+fault in the values (NaN, a negative target) names the rows it is in, as for an `.npy`. The chunks are the bytes
+`arrays.pack_arrays` then `chunks.write_chunked` would give (tests/unit/test_pack_streamed.py compares both). An
+archive that is not plainly two C-ordered arrays `x` and `y` of a fixed-size dtype (other members, a Fortran-ordered
+or object array, a single number) goes through `pack_arrays` whole, so it gets the same error or the same bytes.
 """
 
 from __future__ import annotations
 
 import zipfile
+import zlib
 from pathlib import Path
 from typing import IO
 
@@ -21,7 +23,7 @@ from gensyn_py.errors import SpecError
 from gensyn_py.train.chunks import ChunkWriter, write_chunked
 from gensyn_py.train.data import Dataset
 from gensyn_py.train.packing.arrays import ARRAYS_METADATA, check_lengths, inputs, pack_arrays, targets
-from gensyn_py.train.packing.common import PackError, ProgressFn
+from gensyn_py.train.packing.common import PackError, ProgressFn, check_arrays
 from gensyn_py.train.packing.streamed import StreamedPack, add_chunk, close_chunks
 
 
@@ -47,7 +49,10 @@ class _Member:
 
     def rows(self, n: int, name: str) -> np.ndarray:
         want = n * self.row_bytes
-        data = self.stream.read(want)
+        try:
+            data = self.stream.read(want)
+        except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:  # a bad CRC or deflate stream, found late
+            raise PackError(f"{name}: not a loadable .npz without pickle ({e})") from None
         if len(data) != want:
             raise PackError(f"{name}: the array data ends early ({len(data):,} of {want:,} bytes)")
         return np.frombuffer(data, dtype=self.dtype).reshape(n, *self.shape[1:])
@@ -68,11 +73,13 @@ def pack_npz_chunked(source: Path, chunk_examples: int, folder: Path,
                 x_member, y_member = _Member(fx), _Member(fy)
             except ValueError:
                 return _whole(source, chunk_examples, folder)
+            except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:  # a small member is read whole here
+                raise PackError(f"{source}: not a loadable .npz without pickle ({e})") from None
             if not (x_member.plain and y_member.plain):
                 return _whole(source, chunk_examples, folder)
             name = str(source)
             n = x_member.shape[0]
-            check_lengths(np.empty(x_member.shape[:1]), np.empty(y_member.shape[:1]), name, name)
+            _check_whole(x_member, y_member, name)
             writer = ChunkWriter(folder, chunk_examples, dict(ARRAYS_METADATA))
             for start in range(0, n, chunk_examples):
                 stop = min(start + chunk_examples, n)
@@ -83,6 +90,18 @@ def pack_npz_chunked(source: Path, chunk_examples: int, folder: Path,
                 if progress is not None:
                     progress(stop, n)
             return StreamedPack(close_chunks(writer, name), len(writer.entries))
+
+
+def _check_whole(x: _Member, y: _Member, name: str) -> None:
+    """What `pack_arrays` refuses from the dtypes and shapes alone, in its words, before any row is read (a chunk
+    would name itself and show its own shape): an empty array of each member's dtype stands for the member in
+    `inputs` / `targets`, a zero-strided view of the converted dtype for the whole shape in the count checks."""
+    inputs(np.empty((0, *x.shape[1:]), dtype=x.dtype), name)
+    targets(np.empty((0, *y.shape[1:]), dtype=y.dtype), name)
+    xs = np.broadcast_to(np.zeros((), dtype=np.float32 if x.dtype.kind == "f" else np.int64), x.shape)
+    ys = np.broadcast_to(np.zeros((), dtype=np.int64), y.shape)
+    check_lengths(xs, ys, name, name)
+    check_arrays(xs, ys, name)
 
 
 def _whole(source: Path, chunk_examples: int, folder: Path) -> StreamedPack:

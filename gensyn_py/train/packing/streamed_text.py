@@ -1,10 +1,11 @@
 """A text corpus packed straight into chunks (`gensyn data pack corpus/ --chunk-examples N`), file by file.
 
-`text.pack_text` holds the whole corpus, its token ids and its windows at once. Here each file is read twice, one
-at a time: the tokenizer trains from an iterator over the files (the `tokenizers` trainer keeps word counts, not
-the texts), then each file is encoded and its ids join the stream, which is cut into windows of seq_len + 1 tokens
-across file boundaries exactly as `pack_text` cuts the concatenation (the tail that fills no window is dropped).
-A chunk is written whenever `chunk_examples` windows are ready. The memory is one file's text and ids and one
+`text.pack_text` holds the whole corpus, its token ids and its windows at once. Here each file is read twice: the
+tokenizer trains from an iterator over the files (the `tokenizers` trainer keeps word counts, not the texts, but
+reads the iterator in batches of 256: measured, 400 files of 1.2 MB peaked at 685 MB), then each file in turn is
+encoded and its ids join the stream, which is cut into windows of seq_len + 1 tokens across file boundaries
+exactly as `pack_text` cuts the concatenation (the tail that fills no window is dropped). A chunk is written
+whenever `chunk_examples` windows are ready. Past the training, the memory is one file's text and ids and one
 chunk; a single file is still read whole. The chunks are the bytes `pack_text` then `chunks.write_chunked` would
 give (tests/unit/test_pack_streamed.py compares both), so the same corpus gives the same manifest CID either way.
 """
