@@ -111,10 +111,14 @@ def _pack(kind: str, source: Path, size: str | None, channels: int, y_path: Path
     if kind == "arrays":
         return packing.pack_arrays(source, y_path)
     if kind == "csv":
-        if target is None:
-            raise click.UsageError("--kind csv needs --target COLUMN (the label column)")
-        return packing.pack_csv(source, target)
+        return packing.pack_csv(source, _target(target))
     return packing.pack_text(source, seq_len, vocab_size, progress)
+
+
+def _target(target: str | None) -> str:
+    if target is None:
+        raise click.UsageError("--kind csv needs --target COLUMN (the label column)")
+    return target
 
 
 def _streams(kind: str, source: Path) -> bool:
@@ -134,9 +138,7 @@ def _pack_streamed(kind: str, source: Path, size: str | None, channels: int, y_p
     from gensyn_py.train.packing.streamed_text import pack_text_chunked
 
     if kind == "csv":
-        if target is None:
-            raise click.UsageError("--kind csv needs --target COLUMN (the label column)")
-        return pack_csv_chunked(source, target, chunk_examples, out, progress)
+        return pack_csv_chunked(source, _target(target), chunk_examples, out, progress)
     if kind == "text":
         return pack_text_chunked(source, *text, chunk_examples, out, progress)
     if source.suffix.lower() == ".npz":

@@ -22,9 +22,7 @@ from gensyn_py.train.chunks import ChunkWriter
 from gensyn_py.train.data import Dataset
 from gensyn_py.train.packing.common import PackError, ProgressFn
 from gensyn_py.train.packing.streamed import StreamedPack, add_chunk, close_chunks
-from gensyn_py.train.packing.table import class_id, csv_metadata, is_integer, read_rows
-
-Row = tuple[list[float], str, int]
+from gensyn_py.train.packing.table import Row, class_id, csv_metadata, is_class_id, is_integer, read_rows
 
 
 def pack_csv_chunked(path: Path, target: str, chunk_examples: int, folder: Path,
@@ -36,7 +34,7 @@ def pack_csv_chunked(path: Path, target: str, chunk_examples: int, folder: Path,
     with _rows(path, target) as rows:  # pass 1: check every row, learn the labels
         for _, label, line in rows:
             integers = integers and is_integer(label)
-            if integers and first_integer is None and not _is_class_id(label):
+            if integers and first_integer is None and not is_class_id(label):
                 first_integer = (label, line)
             names.add(label)
             total += 1
@@ -81,14 +79,6 @@ def _label(label: str, line: int, index: dict[str, int], path: Path) -> int:
         return int(label)
     raise PackError(f"{path} line {line}: label {label!r} was not in the file's first reading; the file changed "
                     "while it was being packed")
-
-
-def _is_class_id(label: str) -> bool:
-    try:
-        class_id(label, 0, Path(), "")
-    except PackError:
-        return False
-    return True
 
 
 def _batches(rows: Iterator[Row], size: int) -> Iterator[list[Row]]:

@@ -69,7 +69,10 @@ def _read(reader: Reader, path: Path, target: str) -> tuple[list[str], array, li
     return names, features, labels
 
 
-def read_rows(reader: Reader, path: Path, target: str) -> tuple[list[str], Iterator[tuple[list[float], str, int]]]:
+Row = tuple[list[float], str, int]  # a data row's feature values in header order, its label, its line
+
+
+def read_rows(reader: Reader, path: Path, target: str) -> tuple[list[str], Iterator[Row]]:
     """The checked header, and the data rows one at a time: (feature values in header order, label, line)."""
     header = next(reader, None)
     if header is None:
@@ -84,7 +87,7 @@ def read_rows(reader: Reader, path: Path, target: str) -> tuple[list[str], Itera
         raise PackError(f"{path}: only the target column {target!r}; no feature columns")
     t = names.index(target)
 
-    def rows() -> Iterator[tuple[list[float], str, int]]:
+    def rows() -> Iterator[Row]:
         for row in reader:
             if not row:
                 continue  # a blank line
@@ -119,10 +122,14 @@ def is_integer(label: str) -> bool:
     return _INTEGER.fullmatch(label) is not None
 
 
+def is_class_id(label: str) -> bool:
+    """Whether an integer label is a class id: from 0, within int64."""
+    return 0 <= int(label) <= _INT64_MAX
+
+
 def class_id(label: str, line: int, path: Path, target: str) -> int:
     """An integer label as the class id it is, refused when it is not one (negative, or past int64)."""
-    value = int(label)
-    if value < 0 or value > _INT64_MAX:
-        raise PackError(f"{path} line {line}, column {target!r}: label {value} is not a class id "
+    if not is_class_id(label):
+        raise PackError(f"{path} line {line}, column {target!r}: label {int(label)} is not a class id "
                         "(integers from 0)")
-    return value
+    return int(label)
