@@ -142,14 +142,17 @@ class TxSender:
         return receipt
 
     def _static_call(self, request: dict[str, Any], what: str) -> None:
+        # Against the pending block, the one the transaction lands in: its number and time, not the latest block's
+        # (a move allowed from the next block on, such as a draw or a claim as the required score falls, would
+        # otherwise be refused here until yet another block is mined).
         try:
-            with_retry(lambda: self.w3.eth.call(cast(TxParams, request), "latest"), what=what)
+            with_retry(lambda: self.w3.eth.call(cast(TxParams, request), "pending"), what=what)
         except Exception as exc:
             raise _as_chain_error(exc, self.decoder, what) from exc
 
     def _estimate_gas(self, request: dict[str, Any], what: str) -> int:
         try:
-            estimate = int(with_retry(lambda: self.w3.eth.estimate_gas(cast(TxParams, request)), what=what))
+            estimate = int(with_retry(lambda: self.w3.eth.estimate_gas(cast(TxParams, request), "pending"), what=what))
         except Exception as exc:
             raise _as_chain_error(exc, self.decoder, f"{what} (gas estimate)") from exc
         return int(estimate * self.gas_margin)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eth_abi.exceptions import DecodingError
+from web3.exceptions import Web3Exception
 
 from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.chain.pool import decode_answer
@@ -120,6 +121,17 @@ class ChainView:
     def now(self) -> int:
         """The latest block's timestamp: deadlines are in chain time."""
         return int(self.protocol.w3.eth.get_block("latest")["timestamp"])
+
+    def next_time(self) -> int:
+        """The timestamp a transaction sent now is checked against: the node's pending block's. A move allowed
+        once a deadline has passed is then taken as soon as the chain would accept it, not when the next block
+        happens to be mined (on the local market, a block a second: ~0.5 s sooner on average). A node that
+        builds no pending block answers with its latest block's."""
+        try:
+            pending = self.protocol.w3.eth.get_block("pending")
+        except (Web3Exception, ValueError):
+            return self.now()
+        return int(pending["timestamp"])
 
     def unit_class(self, unit_id: int) -> bytes | None:
         """The replay class an exact unit was bound to at its latest claim (`UnitClassBound`); None for a repro

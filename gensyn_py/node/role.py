@@ -236,7 +236,7 @@ class NodeDaemon(Daemon):
 
     def poke(self, unit: Unit) -> bool:
         """Take whatever permissionless transition is due for `unit`. True if one was sent."""
-        now = self.view.now()
+        now = self.view.next_time()  # the time our transaction is checked against
         try:
             if unit.status is UnitStatus.ASSIGNED and now > unit.deadline:
                 self.pool.timeout_claim(unit.unit_id)
@@ -266,9 +266,9 @@ class NodeDaemon(Daemon):
         return False
 
     def _draw(self, unit: Unit) -> bool:
-        # The seed is the hash of the block after the commitment: wait until it exists.
-        commitment = self.view.commitment(unit.unit_id)
-        if commitment is None or self.protocol.w3.eth.block_number <= commitment.block + 1:
+        # The seed is the hash of the block after the seed block (the commitment's, or a re-targeted one): a draw
+        # is accepted in any later block, so it is sent once that block exists and lands in the next one.
+        if self.protocol.w3.eth.block_number <= unit.seed_block:
             return False
         self.pool.draw_validators(unit.unit_id)
         self.log.info("keeper.draw", unit=unit.unit_id)

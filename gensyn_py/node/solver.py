@@ -210,8 +210,9 @@ class SolverDaemon(NodeDaemon):
                 continue
             if not self._class_can_verify(unit):
                 continue  # exact unit, and no other validator of this node's class (yet): the claim would revert
-            if not self.pool.claim_score(self.address, unit_id).eligible:
-                continue  # the required score falls over the claim window; try again next cycle
+            if not self.pool.claim_score(self.address, unit_id, block="pending").eligible:
+                continue  # the required score falls over the claim window; try again next cycle. Asked of the
+                # pending block: the one a claim sent now lands in, so we claim the moment our score allows
             if self._claim(unit):
                 return
 

@@ -150,8 +150,9 @@ class PlayedUnit:
     weights: dict[str, Any]  # the model the unit produced
 
 
-def play_unit_to_final(d: Deployed, job_id: int, unit_id: int | None = None) -> PlayedUnit:
-    """Solver and validators take an open unit (default: the job's only one) to Final, for real.
+def play_unit_to_final(d: Deployed, job_id: int, unit_id: int | None = None, *, finalize: bool = True) -> PlayedUnit:
+    """Solver and validators take an open unit (default: the job's only one) to Final, for real (with
+    `finalize=False`, to Verified: its challenge window has just begun).
 
     A training unit is trained from its round's global weights and its drawn segments replayed; an
     aggregation unit averages its round's results and is recomputed by its validators.
@@ -214,8 +215,9 @@ def play_unit_to_final(d: Deployed, job_id: int, unit_id: int | None = None) -> 
         _pool(protocol, validator).reveal_verdict(
             unit_id, True, transcript, salt, manifest.state_hashes[segment], manifest.state_hashes[segment + 1],
             manifest.transcript_commits[segment], manifest.proof(segment))
-    advance(params.challenge_window + 1)
-    solver.finalize(unit_id)
+    if finalize:
+        advance(params.challenge_window + 1)
+        solver.finalize(unit_id)
     return PlayedUnit(unit_id, c.final_state_hash, weights)
 
 
