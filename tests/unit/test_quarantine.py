@@ -103,7 +103,8 @@ class World:
     def step_table(self, job_id: int) -> tuple[bytes, int]:
         return bytes(32), 0  # no step table: the committee judges this job's disputes
 
-    def claim_score(self, node: str, unit_id: int) -> ClaimScore:
+    def claim_score(self, node: str, unit_id: int, *, block: str = "latest") -> ClaimScore:
+        assert block == "pending"  # the block a claim sent now lands in
         return ClaimScore(score=1, required=0)
 
     # NodeRegistry: this node's replay class has another validator (exact units are claimable)
