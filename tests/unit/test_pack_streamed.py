@@ -272,3 +272,23 @@ def test_csv_streamed_refuses_too_many_rows_and_a_file_changed_between_its_passe
     with pytest.raises(PackError, match="line 9: label 'eel' was not in the file's first reading"):
         pack_csv_chunked(source, "label", 5, tmp_path / "changed")
     assert not (tmp_path / "changed" / MANIFEST_NAME).exists()
+
+
+@pytest.mark.parametrize("case", ["npz_with_y", "npy_without_y"])
+def test_cli_refuses_array_files_alike_with_or_without_chunks(tmp_path: Path, case: str) -> None:
+    """Chunking changes how a dataset is written, not what is refused: the same message and exit status."""
+    from gensyn_py.cli.main import cli
+
+    x, y = np.zeros((4, 3), np.float32), np.arange(4)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    np.savez(tmp_path / "d.npz", x=x, y=y)
+    args = ["data", "pack", str(tmp_path / "d.npz"), "--y", str(tmp_path / "y.npy")] if case == "npz_with_y" \
+        else ["data", "pack", str(tmp_path / "x.npy")]
+    whole = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "w.safetensors")])
+    chunked = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "c"), "--chunk-examples", "2"])
+    assert whole.exit_code == chunked.exit_code == 1, (whole.output, chunked.output)
+    said = "an .npz holds both x and y" if case == "npz_with_y" else "an .npy holds x only"
+    errors = [[line for line in r.stderr.splitlines() if said in line] for r in (whole, chunked)]
+    assert errors[0] == errors[1] and len(errors[0]) == 1
+    assert not (tmp_path / "c").exists() and not (tmp_path / "w.safetensors").exists()
