@@ -140,7 +140,7 @@ class ValidatorDaemon(NodeDaemon):
         me = self.address
         key = ("vcommit", unit.unit_id, epoch)
         try:
-            self.once(
+            sent = self.once(
                 key,
                 lambda: self.pool.commit_verdict(unit.unit_id, bytes.fromhex(sealed["hash"][2:])),
                 already_done=lambda: self.view.has_event("VerdictCommitted", int(task["block"]),
@@ -153,6 +153,8 @@ class ValidatorDaemon(NodeDaemon):
             self.log.warning("verdict.commit_refused", unit=unit.unit_id, reason=e.name)
             self.unfollow("drawn", unit.unit_id)
             return
+        if sent:  # ours may have been the last sealed verdict: then reveals are open now, not at the next cycle
+            unit = self.view.unit(unit.unit_id)
         now = self.view.now()
         reveals_open = unit.committed == len(unit.validators) or now > unit.commit_deadline
         if reveals_open and now <= unit.reveal_deadline:

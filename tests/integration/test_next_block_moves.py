@@ -5,7 +5,9 @@ On a real anvil mining only on arrival (no block comes by itself), so the latest
   says it is too early (the static call and the daemon's check ask the pending block, the one it lands in);
 - a keeper draws a committed unit's validators as soon as the block after the seed block exists (the draw
   lands in the block after it, which may read that block's hash), without waiting for yet another block;
-- a keeper finalizes a unit once the pending block's time is past its challenge window.
+- a keeper finalizes a unit once the pending block's time is past its challenge window;
+- the validator whose sealed verdict is the last one reveals it in the same cycle (reveals are open once every
+  drawn validator has sealed), not a poll later.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from gensyn_py.node.daemon import Handler
 from gensyn_py.node.hardware import HardwareProfile
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.node.state import DaemonState
+from gensyn_py.node.validator import ValidatorDaemon
 from gensyn_py.proof.record import UnitRecord
 from gensyn_py.proof.unit import commit_segments
 from gensyn_py.requester.submit import submit_job
@@ -56,6 +59,20 @@ def _keeper(d: Deployed, tmp_path: Path) -> _Keeper:
     return _Keeper(config)
 
 
+def _committed(d: Deployed, w3: Web3) -> int:
+    """A tiny job's only unit, claimed, trained and committed by the solver; returns its id."""
+    job_id, unit_id = _submitted(d)
+    protocol = d.protocol()
+    pool = protocol.pool(protocol.sender(d.solver))
+    _rpc(w3, "evm_increaseTime", d.session().pool_params().claim_window)
+    pool.claim(unit_id)
+    req = d.session(d.requester)
+    trainer = Trainer(req.content.spec(job_id), req.content.dataset(job_id))
+    c = commit_segments(trainer, req.store, job_id, record=UnitRecord(), solver=d.solver.address)
+    pool.commit(unit_id, c.checkpoint_root, c.final_state_hash, c.manifest_cid)
+    return unit_id
+
+
 def _submitted(d: Deployed) -> tuple[int, int]:
     store_digits(d)
     req = d.session(d.requester)
@@ -90,15 +107,7 @@ def test_a_keeper_draws_in_the_block_after_the_seed_blocks_successor(
     deployed: Deployed, w3: Web3, rolled_back: None, tmp_path: Path
 ) -> None:
     d = deployed
-    job_id, unit_id = _submitted(d)
-    protocol = d.protocol()
-    pool = protocol.pool(protocol.sender(d.solver))
-    _rpc(w3, "evm_increaseTime", d.session().pool_params().claim_window)
-    pool.claim(unit_id)
-    req = d.session(d.requester)
-    trainer = Trainer(req.content.spec(job_id), req.content.dataset(job_id))
-    c = commit_segments(trainer, req.store, job_id, record=UnitRecord(), solver=d.solver.address)
-    pool.commit(unit_id, c.checkpoint_root, c.final_state_hash, c.manifest_cid)
+    unit_id = _committed(d, w3)
     keeper = _keeper(d, tmp_path)
     unit = keeper.view.unit(unit_id)
     assert unit.status is UnitStatus.COMMITTED and not unit.drawn
@@ -127,3 +136,38 @@ def test_a_keeper_finalizes_once_the_pending_blocks_time_is_past_the_challenge_w
     assert keeper.poke(unit)
     assert keeper.view.unit(unit_id).status is UnitStatus.FINAL
     keeper.state.close()
+
+
+def test_the_last_validator_to_seal_reveals_in_the_same_cycle(
+    deployed: Deployed, w3: Web3, rolled_back: None, tmp_path: Path
+) -> None:
+    d = deployed
+    unit_id = _committed(d, w3)
+    _rpc(w3, "evm_mine")
+    protocol = d.protocol()
+    pool = protocol.pool(protocol.sender(d.solver))
+    receipt = pool.draw_validators(unit_id)
+    (drawn,) = pool.events(receipt, "ValidatorsDrawn")
+    accounts = {v.address: v for v in d.validators}
+    daemons = []
+    for i, address in enumerate(drawn["validators"]):
+        config = NodeConfig(protocol=protocol, account=accounts[address], store=LocalStore(d.store_dir),
+                            state=DaemonState(tmp_path / f"v{i}.sqlite"), hardware=HardwareProfile("cpu", 16_000, 1_000))
+        task = {"segment": int(drawn["segments"][i]), "seed": "0x" + bytes(drawn["seed"]).hex(),
+                "block": int(receipt["blockNumber"])}
+        daemons.append((ValidatorDaemon(config), task))
+    assert len(daemons) == 2
+    view = daemons[0][0].view
+
+    def revealed(address: str) -> bool:
+        return view.has_event("VerdictRevealed", int(receipt["blockNumber"]), unitId=unit_id, validator=address)
+
+    first, second = daemons
+    first[0]._verdict(view.unit(unit_id), first[1])  # seals; the other has not: reveals are not open yet
+    assert view.unit(unit_id).committed == 1 and not revealed(first[0].address)
+    second[0]._verdict(view.unit(unit_id), second[1])  # seals last, and reveals at once
+    assert view.unit(unit_id).committed == 2 and revealed(second[0].address)
+    first[0]._verdict(view.unit(unit_id), first[1])  # its next cycle: reveals too, and the unit is Verified
+    assert revealed(first[0].address) and view.unit(unit_id).status is UnitStatus.VERIFIED
+    for daemon, _ in daemons:
+        daemon.state.close()
