@@ -152,7 +152,8 @@ def test_the_last_validator_to_seal_reveals_in_the_same_cycle(
     daemons = []
     for i, address in enumerate(drawn["validators"]):
         config = NodeConfig(protocol=protocol, account=accounts[address], store=LocalStore(d.store_dir),
-                            state=DaemonState(tmp_path / f"v{i}.sqlite"), hardware=HardwareProfile("cpu", 16_000, 1_000))
+                            state=DaemonState(tmp_path / f"v{i}.sqlite"),
+                            hardware=HardwareProfile("cpu", 16_000, 1_000))
         task = {"segment": int(drawn["segments"][i]), "seed": "0x" + bytes(drawn["seed"]).hex(),
                 "block": int(receipt["blockNumber"])}
         daemons.append((ValidatorDaemon(config), task))
