@@ -132,7 +132,7 @@ def _pack_streamed(kind: str, source: Path, size: str | None, channels: int, y_p
                    progress: ProgressFn | None) -> StreamedPack:
     """`text`: the corpus's (seq_len, vocab_size)."""
     from gensyn_py.train.packing import parse_size
-    from gensyn_py.train.packing.common import PackError
+    from gensyn_py.train.packing.arrays import check_sources
     from gensyn_py.train.packing.streamed import pack_images_chunked, pack_npy_chunked
     from gensyn_py.train.packing.streamed_csv import pack_csv_chunked
     from gensyn_py.train.packing.streamed_npz import pack_npz_chunked
@@ -142,16 +142,13 @@ def _pack_streamed(kind: str, source: Path, size: str | None, channels: int, y_p
         return pack_csv_chunked(source, _target(target), chunk_examples, out, progress)
     if kind == "text":
         return pack_text_chunked(source, *text, chunk_examples, out, progress)
-    if source.suffix.lower() == ".npz":
-        if y_path is not None:  # the whole-file packer's words and exit status: chunking changes nothing here
-            raise PackError(f"{source}: an .npz holds both x and y; do not name a separate y file")
-        return pack_npz_chunked(source, chunk_examples, out, progress)
     if kind == "images":
         if size is None:
             raise click.UsageError("--kind images needs --size HxW")
         return pack_images_chunked(source, parse_size(size), channels, chunk_examples, out, progress)
-    if y_path is None:
-        raise PackError(f"{source}: an .npy holds x only; name the .npy of the targets too (--y)")
+    check_sources(source, y_path)  # the whole-file packer's check: chunking changes nothing of what is refused
+    if y_path is None:  # an .npz
+        return pack_npz_chunked(source, chunk_examples, out, progress)
     return pack_npy_chunked(source, y_path, chunk_examples, out, progress)
 
 

@@ -22,23 +22,28 @@ _INT64_MAX = np.iinfo(np.int64).max
 
 def pack_arrays(source: Path, y_path: Path | None = None) -> Packed:
     """Pack `source` (an .npz, or the x .npy with `y_path` the y .npy)."""
-    suffix = source.suffix.lower()
-    if suffix == ".npz":
-        if y_path is not None:
-            raise PackError(f"{source}: an .npz holds both x and y; do not name a separate y file")
+    check_sources(source, y_path)
+    if y_path is None:  # an .npz
         x, y = _load_npz(source)
         x_name = y_name = str(source)
-    elif suffix == ".npy":
-        if y_path is None:
-            raise PackError(f"{source}: an .npy holds x only; name the .npy of the targets too (--y)")
+    else:
         x, y = load_npy(source), load_npy(y_path)
         x_name, y_name = str(source), str(y_path)
-    else:
-        raise PackError(f"{source}: expected an .npz (x and y) or an .npy (x, with the y .npy beside it)")
     x = inputs(x, x_name)
     y = targets(y, y_name)
     check_lengths(x, y, x_name, y_name)
     return finish(x, y, dict(ARRAYS_METADATA), str(source))
+
+
+def check_sources(source: Path, y_path: Path | None) -> None:
+    """An .npz holds x and y, and no y file goes with it; an .npy holds x, and `y_path` names the y .npy."""
+    suffix = source.suffix.lower()
+    if suffix == ".npz" and y_path is not None:
+        raise PackError(f"{source}: an .npz holds both x and y; do not name a separate y file")
+    if suffix == ".npy" and y_path is None:
+        raise PackError(f"{source}: an .npy holds x only; name the .npy of the targets too (--y)")
+    if suffix not in (".npz", ".npy"):
+        raise PackError(f"{source}: expected an .npz (x and y) or an .npy (x, with the y .npy beside it)")
 
 
 def check_lengths(x: np.ndarray, y: np.ndarray, x_name: str, y_name: str) -> None:

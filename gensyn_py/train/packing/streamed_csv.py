@@ -10,7 +10,6 @@ manifest CID either way.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +21,15 @@ from gensyn_py.train.chunks import ChunkWriter
 from gensyn_py.train.data import Dataset
 from gensyn_py.train.packing.common import PackError, ProgressFn
 from gensyn_py.train.packing.streamed import StreamedPack, add_chunk, close_chunks
-from gensyn_py.train.packing.table import Row, class_id, csv_metadata, is_class_id, is_integer, read_rows
+from gensyn_py.train.packing.table import (
+    Row,
+    class_id,
+    csv_file,
+    csv_metadata,
+    is_class_id,
+    is_integer,
+    read_rows,
+)
 
 
 def pack_csv_chunked(path: Path, target: str, chunk_examples: int, folder: Path,
@@ -62,13 +69,8 @@ def pack_csv_chunked(path: Path, target: str, chunk_examples: int, folder: Path,
 @contextmanager
 def _rows(path: Path, target: str) -> Iterator[Iterator[Row]]:
     """The file's checked data rows, with a decoding or CSV error said as `table.pack_csv` says it."""
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            yield read_rows(csv.reader(f), path, target)[1]
-    except UnicodeDecodeError as e:
-        raise PackError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except csv.Error as e:
-        raise PackError(f"{path}: not a readable CSV file ({e})") from None
+    with csv_file(path) as reader:
+        yield read_rows(reader, path, target)[1]
 
 
 def _label(label: str, line: int, index: dict[str, int], path: Path) -> int:

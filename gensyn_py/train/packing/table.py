@@ -14,6 +14,7 @@ import math
 import re
 from array import array
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,13 +32,8 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 def pack_csv(path: Path, target: str) -> Packed:
     """Pack `path`, whose column `target` holds the labels."""
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            names, features, labels = _read(csv.reader(f), path, target)
-    except UnicodeDecodeError as e:
-        raise PackError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except csv.Error as e:
-        raise PackError(f"{path}: not a readable CSV file ({e})") from None
+    with csv_file(path) as reader:
+        names, features, labels = _read(reader, path, target)
     width = len(names) - 1
     x = np.frombuffer(features, dtype=np.float64).astype(np.float32).reshape(-1, width)
     classes = None
@@ -48,6 +44,18 @@ def pack_csv(path: Path, target: str) -> Packed:
         index = {name: i for i, name in enumerate(classes)}
         y = np.array([index[label] for label, _ in labels], dtype=np.int64)
     return finish(x, y, csv_metadata(classes), str(path))
+
+
+@contextmanager
+def csv_file(path: Path) -> Iterator[Reader]:
+    """`path` read as a CSV file; a decoding or CSV fault met while reading it is a PackError saying which."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            yield csv.reader(f)
+    except UnicodeDecodeError as e:
+        raise PackError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except csv.Error as e:
+        raise PackError(f"{path}: not a readable CSV file ({e})") from None
 
 
 def csv_metadata(classes: list[str] | None) -> dict[str, str]:
