@@ -12,10 +12,9 @@ On a real anvil mining only on arrival (no block comes by itself), so the latest
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+from eth_account.signers.local import LocalAccount
 from web3 import Web3
 
 from gensyn_py.node.daemon import Handler
@@ -42,21 +41,17 @@ class _Keeper(NodeDaemon):
         return {}
 
 
-@pytest.fixture
-def rolled_back(w3: Web3) -> Iterator[None]:
-    snap = w3.provider.make_request("evm_snapshot", [])  # type: ignore[arg-type]
-    yield
-    w3.provider.make_request("evm_revert", [snap["result"]])  # type: ignore[arg-type]
-
-
 def _rpc(w3: Web3, method: str, *params: object) -> None:
     w3.provider.make_request(method, list(params))  # type: ignore[arg-type]
 
 
+def _config(d: Deployed, account: LocalAccount, state: Path) -> NodeConfig:
+    return NodeConfig(protocol=d.protocol(), account=account, store=LocalStore(d.store_dir), state=DaemonState(state),
+                      hardware=HardwareProfile("cpu", 16_000, 1_000))
+
+
 def _keeper(d: Deployed, tmp_path: Path) -> _Keeper:
-    config = NodeConfig(protocol=d.protocol(), account=d.validators[0], store=LocalStore(d.store_dir),
-                        state=DaemonState(tmp_path / "keeper.sqlite"), hardware=HardwareProfile("cpu", 16_000, 1_000))
-    return _Keeper(config)
+    return _Keeper(_config(d, d.validators[0], tmp_path / "keeper.sqlite"))
 
 
 def _committed(d: Deployed, w3: Web3) -> int:
@@ -82,7 +77,7 @@ def _submitted(d: Deployed) -> tuple[int, int]:
 
 
 def test_a_claim_the_score_allows_lands_though_the_latest_block_says_too_early(
-    deployed: Deployed, w3: Web3, rolled_back: None
+    deployed: Deployed, w3: Web3, snapshot: None
 ) -> None:
     d = deployed
     _, unit_id = _submitted(d)
@@ -104,7 +99,7 @@ def test_a_claim_the_score_allows_lands_though_the_latest_block_says_too_early(
 
 
 def test_a_keeper_draws_in_the_block_after_the_seed_blocks_successor(
-    deployed: Deployed, w3: Web3, rolled_back: None, tmp_path: Path
+    deployed: Deployed, w3: Web3, snapshot: None, tmp_path: Path
 ) -> None:
     d = deployed
     unit_id = _committed(d, w3)
@@ -122,7 +117,7 @@ def test_a_keeper_draws_in_the_block_after_the_seed_blocks_successor(
 
 
 def test_a_keeper_finalizes_once_the_pending_blocks_time_is_past_the_challenge_window(
-    deployed: Deployed, w3: Web3, rolled_back: None, tmp_path: Path
+    deployed: Deployed, w3: Web3, snapshot: None, tmp_path: Path
 ) -> None:
     d = deployed
     job_id, unit_id = _submitted(d)
@@ -139,7 +134,7 @@ def test_a_keeper_finalizes_once_the_pending_blocks_time_is_past_the_challenge_w
 
 
 def test_the_last_validator_to_seal_reveals_in_the_same_cycle(
-    deployed: Deployed, w3: Web3, rolled_back: None, tmp_path: Path
+    deployed: Deployed, w3: Web3, snapshot: None, tmp_path: Path
 ) -> None:
     d = deployed
     unit_id = _committed(d, w3)
@@ -151,9 +146,7 @@ def test_the_last_validator_to_seal_reveals_in_the_same_cycle(
     accounts = {v.address: v for v in d.validators}
     daemons = []
     for i, address in enumerate(drawn["validators"]):
-        config = NodeConfig(protocol=protocol, account=accounts[address], store=LocalStore(d.store_dir),
-                            state=DaemonState(tmp_path / f"v{i}.sqlite"),
-                            hardware=HardwareProfile("cpu", 16_000, 1_000))
+        config = _config(d, accounts[address], tmp_path / f"v{i}.sqlite")
         task = {"segment": int(drawn["segments"][i]), "seed": "0x" + bytes(drawn["seed"]).hex(),
                 "block": int(receipt["blockNumber"])}
         daemons.append((ValidatorDaemon(config), task))
