@@ -322,3 +322,25 @@ def test_a_page_whose_refresh_failed_catches_up_with_the_index(proto: Protocol, 
     finally:
         browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
     until(browser, lambda d: state(d) == "Final", 30, "the page to catch up with no further change")
+
+
+def test_a_live_page_keeps_its_elements_when_an_index_change_leaves_it_as_it_was(
+        proto: Protocol, explorer: ExplorerServer, browser: WebDriver) -> None:
+    """Another job's news bumps the index: the page reads it, but swaps in only what changed (the footer's block
+    and version), so an element a user is clicking (or a test holds) stays attached. A change to the page's own
+    content is still swapped in."""
+    job = proto.submit(proto.accounts[1], collateralPerUnit=100 * E18, maxPricePerUnit=100 * E18)
+    explorer.poll_once()
+    browser.get(f"{explorer.url}/job/{job}")
+    version = lambda d: int(d.find_element(By.TAG_NAME, "body").get_attribute("data-version") or 0)  # noqa: E731
+    first = version(browser)
+    browser.execute_script("window.held = document.querySelector('.unit h3 .st');")  # the unit's state
+    attached = "return document.getElementById('page').contains(window.held)"
+    proto.submit(proto.accounts[1], collateralPerUnit=100 * E18, maxPricePerUnit=100 * E18)  # another job
+    explorer.poll_once()
+    until(browser, lambda d: version(d) > first, 30, "the page to read the new index version")
+    assert browser.execute_script(attached), "an unchanged page was swapped in anew"
+    honest_unit(proto, 1, proto.accounts[2], Work.honest(4))  # this job's unit settles: the page changes
+    explorer.poll_once()
+    until(browser, lambda d: d.find_element(By.CSS_SELECTOR, ".unit h3 .st").text == "Final", 30, "Final")
+    assert not browser.execute_script(attached)

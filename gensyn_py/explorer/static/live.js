@@ -1,4 +1,4 @@
-// Live pages: one server-sent event per index change; the page's <main> is fetched again and swapped in.
+// Live pages: one server-sent event per index change; the page's <main> is fetched again and swapped in if it changed.
 // A page never stays behind the index it was told of: a failed fetch is retried, a closed stream reopened.
 (function () {
   "use strict";
@@ -27,9 +27,23 @@
       })
       .then(function (html) {
         var main = document.getElementById("page");
-        var y = window.scrollY;
-        main.innerHTML = html;
-        window.scrollTo(0, y);
+        var next = document.createElement("template");
+        next.innerHTML = html;
+        var have = main.childNodes,
+          fresh = next.content.childNodes;
+        if (have.length !== fresh.length) {
+          var y = window.scrollY;
+          main.innerHTML = html;
+          window.scrollTo(0, y);
+        } else {
+          // Swap only the parts that changed (the footer's block and version always do): an index change
+          // elsewhere leaves this page's elements (a link being clicked, a selection) as they are.
+          for (var i = 0; i < fresh.length; i++) {
+            if (!have[i].isEqualNode(fresh[i])) {
+              main.replaceChild(document.importNode(fresh[i], true), have[i]);
+            }
+          }
+        }
         document.body.dataset.version = target; // the content read at least this version of the index
         ok = true;
       })
