@@ -162,7 +162,8 @@ def test_text_streamed_equals_packed_whole_then_split(tmp_path: Path) -> None:
     seen: list[tuple[int, int]] = []
     streamed = pack_text_chunked(root, 24, 320, 7, tmp_path / "streamed", lambda d, t: seen.append((d, t)))
     assert streamed.entry == entry and same_folder(tmp_path / "split", tmp_path / "streamed")
-    assert seen[-1] == (8, 8)  # every file trained on, then encoded
+    total = 2 * sum(p.stat().st_size for p in root.iterdir())
+    assert seen[-1] == (total, total)  # every byte trained on, then encoded
     short = tmp_path / "short.txt"
     short.write_text("a few words", encoding="utf-8")
     with pytest.raises(PackError) as was:
@@ -170,6 +171,27 @@ def test_text_streamed_equals_packed_whole_then_split(tmp_path: Path) -> None:
     with pytest.raises(PackError) as now:
         pack_text_chunked(short, 24, 512, 7, tmp_path / "none")
     assert str(now.value) == str(was.value) and not (tmp_path / "none" / MANIFEST_NAME).exists()
+
+
+def test_one_text_file_packs_in_pieces_as_it_packs_whole(tmp_path: Path) -> None:
+    """A single corpus file is read a piece at a time (train/packing/text_pieces.py), never whole, and still gives
+    the chunks of packing it whole."""
+    path = tmp_path / "one.txt"
+    text = make_corpus(path, words=120_000, seed=3)  # about 700 KB, newlines among the words
+    whole = pack_text(path, seq_len=32, vocab_size=400)
+    entry = write_chunked(whole.dataset, 100, tmp_path / "split", whole.metadata)
+    del whole
+    seen: list[tuple[int, int]] = []
+    tracemalloc.start()
+    streamed = pack_text_chunked(path, 32, 400, 100, tmp_path / "streamed", lambda d, t: seen.append((d, t)),
+                                 piece_bytes=2048)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert streamed.entry == entry and same_folder(tmp_path / "split", tmp_path / "streamed")
+    assert len(seen) > 500 and seen[-1][0] == seen[-1][1] == 2 * path.stat().st_size
+    # The tokenizer's trainer holds 256 pieces at a time, the rest one piece and one chunk (100 windows, 51 KB);
+    # the whole text as one string would be len(text) alone.
+    assert peak < len(text) // 2, peak
 
 
 def test_cli_packs_a_text_corpus_in_chunks(tmp_path: Path) -> None:

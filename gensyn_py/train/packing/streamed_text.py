@@ -1,13 +1,15 @@
 """A text corpus packed straight into chunks (`gensyn data pack corpus/ --chunk-examples N`), file by file.
 
-`text.pack_text` holds the whole corpus, its token ids and its windows at once. Here each file is read twice: the
-tokenizer trains from an iterator over the files (the `tokenizers` trainer keeps word counts, not the texts, but
-reads the iterator in batches of 256: measured, 400 files of 1.2 MB peaked at 685 MB), then each file in turn is
-encoded and its ids join the stream, which is cut into windows of seq_len + 1 tokens across file boundaries
-exactly as `pack_text` cuts the concatenation (the tail that fills no window is dropped). A chunk is written
-whenever `chunk_examples` windows are ready. Past the training, the memory is one file's text and ids and one
-chunk; a single file is still read whole. The chunks are the bytes `pack_text` then `chunks.write_chunked` would
-give (tests/unit/test_pack_streamed.py compares both), so the same corpus gives the same manifest CID either way.
+`text.pack_text` holds the whole corpus, its token ids and its windows at once. Here each file is read twice, in
+pieces of about a MiB cut where the tokenizer's pre-tokens always break (`text_pieces.py`), so a file larger than
+memory packs: the tokenizer trains from an iterator over the pieces (the `tokenizers` trainer keeps word counts,
+not the texts, but reads the iterator in batches of 256 pieces), then each piece in turn is encoded and its ids
+join the stream, which is cut into windows of seq_len + 1 tokens across piece and file boundaries exactly as
+`pack_text` cuts the concatenation (the tail that fills no window is dropped). A chunk is written whenever
+`chunk_examples` windows are ready. Past the training, the memory is one piece's text and ids and one chunk.
+The chunks are the bytes `pack_text` then `chunks.write_chunked` would give (tests/unit/test_pack_streamed.py
+compares both), so the same corpus gives the same manifest CID either way. Progress counts bytes: every file's
+read for the training, then again for the encoding.
 """
 
 from __future__ import annotations
@@ -21,29 +23,36 @@ from gensyn_py.train.chunks import ChunkWriter
 from gensyn_py.train.data import Dataset
 from gensyn_py.train.packing.common import PackError, ProgressFn
 from gensyn_py.train.packing.streamed import StreamedPack, add_chunk, close_chunks
-from gensyn_py.train.packing.text import check_options, corpus_files, read_text, text_metadata, train_tokenizer
+from gensyn_py.train.packing.text import check_options, corpus_files, text_metadata, train_tokenizer
+from gensyn_py.train.packing.text_pieces import PIECE_BYTES, read_pieces
 
 
 def pack_text_chunked(source: Path, seq_len: int, vocab_size: int, chunk_examples: int, folder: Path,
-                      progress: ProgressFn | None = None) -> StreamedPack:
-    """`text.pack_text(source, seq_len, vocab_size)` written as chunks of `chunk_examples` windows."""
+                      progress: ProgressFn | None = None, piece_bytes: int = PIECE_BYTES) -> StreamedPack:
+    """`text.pack_text(source, seq_len, vocab_size)` written as chunks of `chunk_examples` windows, every file
+    read in pieces of about `piece_bytes`."""
     check_options(seq_len, vocab_size)
     files = corpus_files(source)
-    steps = 2 * len(files)  # progress: every file trained on, then every file encoded
+    total = 2 * sum(path.stat().st_size for path in files)  # progress: every byte trained on, then encoded
+    done = 0
 
-    def texts() -> Iterator[str]:
-        for i, path in enumerate(files):
-            yield read_text(path)
-            if progress is not None:
-                progress(i + 1, steps)
+    def count(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(done, total)
 
-    tokenizer = train_tokenizer(texts(), vocab_size)
+    def pieces() -> Iterator[str]:
+        for path in files:
+            yield from read_pieces(path, piece_bytes, count)
+
+    tokenizer = train_tokenizer(pieces(), vocab_size)
     window = seq_len + 1
     writer = ChunkWriter(folder, chunk_examples, text_metadata(tokenizer))
     pending = np.empty(0, dtype=np.int64)  # ids not yet in a written chunk: less than one chunk of windows
     tokens = 0
-    for i, path in enumerate(files):
-        ids = np.asarray(tokenizer.encode(read_text(path)).ids, dtype=np.int64)
+    for piece in pieces():
+        ids = np.asarray(tokenizer.encode(piece).ids, dtype=np.int64)
         tokens += len(ids)
         pending = np.concatenate([pending, ids])
         whole = len(pending) // (window * chunk_examples)
@@ -52,8 +61,6 @@ def pack_text_chunked(source: Path, seq_len: int, vocab_size: int, chunk_example
             for part in np.split(pending[:cut].reshape(-1, window), whole):
                 _add_windows(writer, part, source)
             pending = pending[cut:]
-        if progress is not None:
-            progress(len(files) + i + 1, steps)
     rest = len(pending) // window
     if rest:
         _add_windows(writer, pending[: rest * window].reshape(rest, window), source)

@@ -107,7 +107,9 @@ def load_tokenizer(metadata: dict[str, str]) -> Tokenizer:
 
 
 def read_text(path: Path) -> str:
+    """The file's UTF-8 text, a leading byte-order mark dropped; an error names the file's byte (the "utf-8-sig"
+    codec would count it from after the mark)."""
     try:
-        return path.read_bytes().decode("utf-8-sig")
+        return path.read_bytes().decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
         raise PackError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
