@@ -9,12 +9,16 @@ Every move is a pure function of the chain's state and this side's own replay of
 (`proof/segment_side.py`: rebuilt from the committed start checkpoint when first needed, so a daemon
 killed mid-game and restarted picks the game up from the chain). What the step game revealed (the op opened,
 the children posted, the chunk, the dot element) is read back from the game's events.
+
+A tick that fails (anything but a network error) is tried again before this side's clock runs out
+(`clock_retry.py`), never held back by its job's quarantine: a game waits for nobody. That holds after a crash
+inside a tick too, so a tick that kills the process each time is retried until its game is decided.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cached_property, partial
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from eth_utils import to_checksum_address
@@ -23,6 +27,8 @@ from gensyn_py.chain.bisection import next_move
 from gensyn_py.chain.segment_game import Stage
 from gensyn_py.chain.step_game import Stage as StepStage
 from gensyn_py.errors import ContractRevert, StorageError, TrainingError, VerificationError
+from gensyn_py.node.clock_retry import ClockRetry
+from gensyn_py.node.quarantine import is_network_error
 from gensyn_py.proof.descent import RevealedChunk, sibling_path
 from gensyn_py.proof.onchain_trace import OpOpening
 from gensyn_py.proof.step_side import CONTEST, StepSide
@@ -57,6 +63,10 @@ class GamePlayer:
         # (game, id, stage, position) where this side found no legal move: it lets its clock run out there
         self._stuck: set[tuple[str, int, int, int]] = set()
         self._at = 0  # the block the decision being made reads
+        # A failing tick is tried again before this side's clock runs out (`clock_retry.py`), not after the job's
+        # quarantine backoff; `_due` holds each game's deadline for this side's move, where the last tick read one.
+        self._retry = ClockRetry(node.poll_interval)
+        self._due: dict[int, int | None] = {}
 
     @cached_property
     def game(self) -> SegmentGame | None:
@@ -87,8 +97,30 @@ class GamePlayer:
         for did, info in self.node.followed("game"):
             if self.node.stopping:
                 return
+            if not self._retry.due(did):
+                continue
             unit = self.node.view.unit(int(info["unit"]))
-            self.node.isolated(unit.job_id, unit.unit_id, partial(self._play, did, unit))
+            self._due[did] = None
+            try:
+                self._play(did, unit)
+            except Exception as exc:
+                if is_network_error(exc) or self.node.stopping:
+                    raise
+                wait = self._retry.failed(did, self._time_left(did))
+                self.node.log.warning("game.tick_failed", dispute=did, unit=unit.unit_id, job=unit.job_id,
+                                      error=f"{type(exc).__name__}: {exc}"[:500], retry_in_s=round(wait, 2))
+            else:
+                self._retry.succeeded(did)
+
+    def _time_left(self, did: int) -> float | None:
+        """Seconds left on this side's clock in game `did`, where the failed tick read that it is this side's move."""
+        due = self._due.get(did)
+        if due is None:
+            return None
+        try:
+            return float(due - self.node.view.now())
+        except Exception:  # the chain is unreachable: the retry waits as if the clock were unknown
+            return None
 
     # ---- the segment game ----
 
@@ -106,6 +138,7 @@ class GamePlayer:
         if stage == Stage.STEP:
             return self._play_step(did, unit, segment, gid, at)
         mover, due = self.game.deadline(did, block=at)
+        self._due[did] = due if mover == self.node.address else None
         if mover != self.node.address:
             if self.node.view.now() > due:
                 self._send("timeout", self.game.timeout, did)
@@ -252,6 +285,7 @@ class GamePlayer:
             return
         stage, lo, hi, agreed, mine, _ = self.steps.game_of(gid, block=at)
         mover, due = self.steps.deadline(gid, block=at)
+        self._due[did] = due if mover == self.node.address else None
         if mover != self.node.address:
             if self.node.view.now() > due:
                 self._send("step_timeout", self.steps.timeout, gid)
