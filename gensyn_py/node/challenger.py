@@ -58,7 +58,7 @@ class ChallengerDaemon(NodeDaemon):
             if self.stopping:
                 return
             unit = self.view.unit(unit_id)
-            if unit.status is not UnitStatus.VERIFIED or self.view.now() > unit.deadline:
+            if unit.status is not UnitStatus.VERIFIED or self.view.next_time() > unit.deadline:
                 self.unfollow("audit", unit_id)
                 continue
             self.isolated(unit.job_id, unit_id, partial(self._audit, unit))
@@ -66,7 +66,7 @@ class ChallengerDaemon(NodeDaemon):
             d = self.committee.get_dispute(int(dispute_id))
             if d.resolved:
                 self.unfollow("challenged", unit_id)
-            elif self.view.now() > d.deadline:
+            elif self.view.next_time() > d.deadline:
                 self.resolve_dispute(int(dispute_id))
         self.claim_credit()
 

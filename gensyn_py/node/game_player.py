@@ -118,7 +118,7 @@ class GamePlayer:
         if due is None:
             return None
         try:
-            return float(due - self.node.view.now())
+            return float(due - self.node.view.next_time())
         except Exception:  # the chain is unreachable: the retry waits as if the clock were unknown
             return None
 
@@ -140,7 +140,7 @@ class GamePlayer:
         mover, due = self.game.deadline(did, block=at)
         self._due[did] = due if mover == self.node.address else None
         if mover != self.node.address:
-            if self.node.view.now() > due:
+            if self.node.view.next_time() > due:
                 self._send("timeout", self.game.timeout, did)
             return
         lo, hi, *_ = self.game.steps_of(did, block=at)
@@ -287,7 +287,7 @@ class GamePlayer:
         mover, due = self.steps.deadline(gid, block=at)
         self._due[did] = due if mover == self.node.address else None
         if mover != self.node.address:
-            if self.node.view.now() > due:
+            if self.node.view.next_time() > due:
                 self._send("step_timeout", self.steps.timeout, gid)
             return
         where = ("step", gid, stage, lo)

@@ -158,7 +158,7 @@ class NodeDaemon(Daemon):
         """
         standing = self.registry.standing(self.address)
         if standing.jailed:
-            if not standing.may_unjail(self.view.now()):
+            if not standing.may_unjail(self.view.next_time()):
                 self.log.warning("node.jailed", until=standing.jailed_until)
                 return
             self.once(("unjail", standing.jailed_until), self.registry.unjail,

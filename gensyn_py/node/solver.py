@@ -306,7 +306,7 @@ class SolverDaemon(NodeDaemon):
     # -- training and committing -------------------------------------------------------------
 
     def _solve(self, unit: Unit) -> None:
-        if self.view.now() > unit.deadline:
+        if self.view.next_time() > unit.deadline:
             self.log.warning("unit.deadline_missed", unit=unit.unit_id)
             return  # anyone may now time it out; keep following until it leaves our hands
         epoch = unit.deadline

@@ -131,7 +131,8 @@ class ValidatorDaemon(NodeDaemon):
         if unit.status is UnitStatus.DISPUTED:
             # Another validator's reject opened a dispute. A verdict we sealed is still revealed: the settlement
             # judges an unrevealed one (slashed if it was about the proven segment).
-            if self.state.is_done(("vcommit", unit.unit_id, epoch)) and self.view.now() <= unit.reveal_deadline:
+            sealed_ours = self.state.is_done(("vcommit", unit.unit_id, epoch))
+            if sealed_ours and self.view.next_time() <= unit.reveal_deadline:
                 self._reveal(unit, task, self._sealed_verdict(unit, task, epoch), epoch)
             return
         if unit.status is not UnitStatus.COMMITTED:
@@ -155,7 +156,7 @@ class ValidatorDaemon(NodeDaemon):
             return
         if sent:  # ours may have been the last sealed verdict: then reveals are open now, not at the next cycle
             unit = self.view.unit(unit.unit_id)
-        now = self.view.now()
+        now = self.view.next_time()
         reveals_open = unit.committed == len(unit.validators) or now > unit.commit_deadline
         if reveals_open and now <= unit.reveal_deadline:
             self._reveal(unit, task, sealed, epoch)
@@ -253,7 +254,7 @@ class ValidatorDaemon(NodeDaemon):
 
     def _after_report(self, unit: Unit, task: dict[str, Any], epoch: str) -> None:
         """Our "unavailable" is on-chain: once the solver answers, fetch, replay and reveal the real verdict."""
-        if unit.status is UnitStatus.COMMITTED and self.view.now() > unit.reveal_deadline:
+        if unit.status is UnitStatus.COMMITTED and self.view.next_time() > unit.reveal_deadline:
             self.poke(unit)  # slashes a solver that left reports unanswered, or closes: whichever is due
         if unit.status not in (UnitStatus.COMMITTED, UnitStatus.DISPUTED) or self.address not in unit.validators:
             return
@@ -299,7 +300,7 @@ class ValidatorDaemon(NodeDaemon):
         if d.resolved:
             self.unfollow("dispute", dispute_id)
             return
-        now = self.view.now()
+        now = self.view.next_time()
         if not d.drawn:
             if now > d.commit_deadline:
                 self.resolve_dispute(dispute_id)  # nobody drew this round: it ends (escalates) empty

@@ -54,7 +54,7 @@ class World:
     def unit(self, unit_id: int) -> Unit:
         return dataclasses.replace(open_unit(unit_id), job_id=JOB, status=UnitStatus.DISPUTED)
 
-    def now(self) -> int:
+    def next_time(self) -> int:
         return int(self.clock.t)
 
 

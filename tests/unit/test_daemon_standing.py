@@ -63,7 +63,8 @@ def bare(cls: type[NodeDaemon], state: DaemonState, registry: FakeRegistry) -> t
     Daemon.__init__(daemon, f"{cls.role_name}-test", Web3(), {}, state, reader=FakeReader(state.cursor, []))
     daemon.address = ME
     daemon.registry = registry  # type: ignore[assignment]
-    daemon.view = type("View", (), {"now": staticmethod(lambda: NOW)})()  # type: ignore[assignment]
+    clock = staticmethod(lambda: NOW)  # the latest block's time and the pending block's alike
+    daemon.view = type("View", (), {"now": clock, "next_time": clock})()  # type: ignore[assignment]
     events = Events()
     daemon.log = events  # type: ignore[assignment]
     return daemon, events

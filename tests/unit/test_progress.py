@@ -211,7 +211,7 @@ def solver(tmp_path: Path, state: DaemonState, board: Board) -> tuple[SolverDaem
 
     daemon.pool = SimpleNamespace(commit=commit,  # type: ignore[assignment]
                                   partial_of=lambda _unit_id: UnitPartial("0x" + "00" * 20, b"\0" * 32, 0))
-    daemon.view = SimpleNamespace(now=lambda: 0, unit=lambda _unit_id: UNIT)  # type: ignore[assignment]
+    daemon.view = SimpleNamespace(now=lambda: 0, next_time=lambda: 0, unit=lambda _unit_id: UNIT)  # type: ignore[assignment]
     return daemon, commits
 
 
@@ -256,7 +256,7 @@ def test_a_solver_stops_training_a_unit_voided_under_it(tmp_path: Path) -> None:
         daemon, commits = solver(tmp_path, state, board)
         daemon.log = Events()  # type: ignore[assignment]
         voided = dataclasses.replace(UNIT, status=UnitStatus.VOIDED)
-        daemon.view = SimpleNamespace(now=lambda: 0, unit=lambda _unit_id: voided)  # type: ignore[assignment]
+        daemon.view = SimpleNamespace(now=lambda: 0, next_time=lambda: 0, unit=lambda _unit_id: voided)  # type: ignore[assignment]
         daemon._solve(UNIT)
         assert state.is_done(("commit", UNIT.unit_id, UNIT.deadline))  # never tried again
     board.stop()

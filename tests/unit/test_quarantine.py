@@ -342,7 +342,8 @@ def test_validator_and_challenger_isolate_each_unit(tmp_path: Path, role: str) -
         d = cls.__new__(cls)
         Daemon.__init__(d, f"{role}-test", Web3(), {}, state, reader=FakeReader(state.cursor, []),
                         metrics=DaemonMetrics(f"{role}-test"))
-        d.view = type("View", (), {"unit": staticmethod(world.unit), "now": staticmethod(lambda: 0)})()  # type: ignore[assignment]
+        zero = staticmethod(lambda: 0)  # the latest block's time and the pending block's alike
+        d.view = type("View", (), {"unit": staticmethod(world.unit), "now": zero, "next_time": zero})()  # type: ignore[assignment]
         d.quarantine = Quarantine(state, clock=clock)
         d.log = Events()  # type: ignore[assignment]
         d.claim_credit = lambda: 0  # type: ignore[method-assign]
