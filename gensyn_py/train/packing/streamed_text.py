@@ -14,7 +14,6 @@ read for the training, then again for the encoding.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ from gensyn_py.train.data import Dataset
 from gensyn_py.train.packing.common import PackError, ProgressFn
 from gensyn_py.train.packing.streamed import StreamedPack, add_chunk, close_chunks
 from gensyn_py.train.packing.text import check_options, corpus_files, text_metadata, train_tokenizer
-from gensyn_py.train.packing.text_pieces import PIECE_BYTES, read_pieces
+from gensyn_py.train.packing.text_pieces import PIECE_BYTES, byte_counter, corpus_pieces
 
 
 def pack_text_chunked(source: Path, seq_len: int, vocab_size: int, chunk_examples: int, folder: Path,
@@ -33,25 +32,13 @@ def pack_text_chunked(source: Path, seq_len: int, vocab_size: int, chunk_example
     read in pieces of about `piece_bytes`."""
     check_options(seq_len, vocab_size)
     files = corpus_files(source)
-    total = 2 * sum(path.stat().st_size for path in files)  # progress: every byte trained on, then encoded
-    done = 0
-
-    def count(n: int) -> None:
-        nonlocal done
-        done += n
-        if progress is not None:
-            progress(done, total)
-
-    def pieces() -> Iterator[str]:
-        for path in files:
-            yield from read_pieces(path, piece_bytes, count)
-
-    tokenizer = train_tokenizer(pieces(), vocab_size)
+    count = byte_counter(files, progress)
+    tokenizer = train_tokenizer(corpus_pieces(files, piece_bytes, count), vocab_size)
     window = seq_len + 1
     writer = ChunkWriter(folder, chunk_examples, text_metadata(tokenizer))
     pending = np.empty(0, dtype=np.int64)  # ids not yet in a written chunk: less than one chunk of windows
     tokens = 0
-    for piece in pieces():
+    for piece in corpus_pieces(files, piece_bytes, count):
         ids = np.asarray(tokenizer.encode(piece).ids, dtype=np.int64)
         tokens += len(ids)
         pending = np.concatenate([pending, ids])

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gensyn_py.train.packing.common import Packed, PackError, ProgressFn, check_bytes, files_under, finish
+from gensyn_py.train.packing.text_pieces import byte_counter, corpus_pieces
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -31,13 +32,11 @@ def pack_text(source: Path, seq_len: int = 64, vocab_size: int = 512, progress: 
     """Train a tokenizer of at most `vocab_size` tokens on `source` and cut its encoding into windows."""
     check_options(seq_len, vocab_size)
     files = corpus_files(source)
-    texts = []
-    for i, path in enumerate(files):
-        texts.append(read_text(path))
-        if progress is not None:
-            progress(i + 1, len(files))
-    tokenizer = train_tokenizer(texts, vocab_size)
-    encoded = [np.asarray(e.ids, dtype=np.int64) for e in tokenizer.encode_batch(texts)]
+    # The text is read in pieces that tokenize as the whole does (text_pieces.py), twice: a tokenizer's encoding
+    # of a whole file keeps every token's string and offsets, about 180 bytes per byte of text.
+    count = byte_counter(files, progress)
+    tokenizer = train_tokenizer(corpus_pieces(files, on_bytes=count), vocab_size)
+    encoded = [np.asarray(tokenizer.encode(p).ids, dtype=np.int64) for p in corpus_pieces(files, on_bytes=count)]
     ids = np.concatenate(encoded) if encoded else np.empty(0, dtype=np.int64)
     window = seq_len + 1
     n = len(ids) // window
@@ -104,12 +103,3 @@ def load_tokenizer(metadata: dict[str, str]) -> Tokenizer:
         return Tokenizer.from_str(metadata["tokenizer"])
     except Exception as e:  # tokenizers raises its own Exception subclass for a malformed JSON
         raise PackError(f"the dataset's tokenizer does not load: {e}") from None
-
-
-def read_text(path: Path) -> str:
-    """The file's UTF-8 text, a leading byte-order mark dropped; an error names the file's byte (the "utf-8-sig"
-    codec would count it from after the mark)."""
-    try:
-        return path.read_bytes().decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as e:
-        raise PackError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from gensyn_py.train.packing.common import PackError
@@ -44,7 +44,7 @@ def last_cut(text: str) -> int:
 
 def read_pieces(path: Path, piece_bytes: int = PIECE_BYTES,
                 on_bytes: Callable[[int], None] | None = None) -> Iterator[str]:
-    """`path`'s UTF-8 text (a leading byte-order mark dropped, as `text.read_text`) in pieces cut at safe places
+    """`path`'s UTF-8 text (a leading byte-order mark dropped) in pieces cut at safe places
     (`last_cut`); `on_bytes(n)` after each `n` bytes read. Invalid UTF-8 is a PackError naming the byte."""
     # Plain UTF-8 and the mark dropped by hand: "utf-8-sig" counts an error's position from after the mark.
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -70,3 +70,24 @@ def read_pieces(path: Path, piece_bytes: int = PIECE_BYTES,
                 held = held[cut:]
     if held:
         yield held
+
+
+def corpus_pieces(files: Sequence[Path], piece_bytes: int = PIECE_BYTES,
+                  on_bytes: Callable[[int], None] | None = None) -> Iterator[str]:
+    """Every file's pieces (`read_pieces`), the files in order: the corpus's text, back to back."""
+    for path in files:
+        yield from read_pieces(path, piece_bytes, on_bytes)
+
+
+def byte_counter(files: Sequence[Path], progress: Callable[[int, int], None] | None) -> Callable[[int], None]:
+    """An `on_bytes` for reading every file twice (the tokenizer's training, then the encoding) that reports
+    `progress(bytes read, twice the corpus's bytes)`."""
+    total, done = 2 * sum(path.stat().st_size for path in files), 0
+
+    def count(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(done, total)
+
+    return count
