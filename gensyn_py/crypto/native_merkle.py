@@ -73,8 +73,8 @@ def root(leaves: bytes) -> bytes:
     return py_levels(leaves)[-1]
 
 
-def chunks_root(data: bytes, first: int = 0) -> bytes:
+def chunks_root(data: bytes | memoryview, first: int = 0) -> bytes:
     """``root`` of the chunk leaves of `data` (chunk k being chunk `first` + k), the leaves never leaving C."""
     if _c is not None:
         return bytes(_c.chunks_root(data, first))
-    return py_levels(py_chunk_leaves(data, first))[-1]
+    return py_levels(py_chunk_leaves(bytes(data), first))[-1]

@@ -44,10 +44,11 @@ def _canonical_tensor(key: str, t: torch.Tensor) -> torch.Tensor:
 
 
 def encode_state(state: Mapping[str, torch.Tensor]) -> bytes:
-    """The canonical bytes of a state dict (from Trainer.state_dict())."""
-    from safetensors.torch import save
+    """The canonical bytes of a state dict (from Trainer.state_dict()): safetensors, copied with the GIL released
+    (`state_bytes.py`), so a checkpoint encoded on the writer's thread does not stall training."""
+    from gensyn_py.proof.state_bytes import safetensors_bytes
 
-    return save({k: _canonical_tensor(k, state[k]) for k in sorted(state)})
+    return safetensors_bytes({k: _canonical_tensor(k, state[k]) for k in sorted(state)})
 
 
 def decode_state(data: bytes) -> dict[str, torch.Tensor]:
@@ -89,19 +90,22 @@ def state_keys(tensors: Mapping[str, Any]) -> list[str]:
     return sorted(tensors, key=key_hash)
 
 
-def _entries(tensors: Mapping[str, np.ndarray[Any, Any]], data: DataRoots | None = None) -> list[bytes]:
+def _entries(tensors: Mapping[str, np.ndarray[Any, Any]], data: DataRoots | None = None,
+             workers: int | None = None) -> list[bytes]:
     if not tensors:
         raise VerificationError("a state holds at least one tensor")
     keys = state_keys(tensors)
     # The tensors' roots in one batch (``tensor_roots``: hashed across the cores when large).
-    roots = tensor_roots([tensors[k] for k in keys], data)
+    roots = tensor_roots([tensors[k] for k in keys], data, workers)
     return [_entry(k, root) for k, root in zip(keys, roots, strict=True)]
 
 
-def state_root(tensors: Mapping[str, np.ndarray[Any, Any]], data: DataRoots | None = None) -> bytes:
+def state_root(tensors: Mapping[str, np.ndarray[Any, Any]], data: DataRoots | None = None,
+               workers: int | None = None) -> bytes:
     """The Merkle root of the entries of canonical `tensors`, in key-hash order (the tensors' data roots looked up
-    in and kept in `data` when given: a tensor a step left unchanged is hashed once)."""
-    return merkle_root(_entries(tensors, data))
+    in and kept in `data` when given: a tensor a step left unchanged is hashed once), on at most `workers` threads
+    (``tensor_roots``)."""
+    return merkle_root(_entries(tensors, data, workers))
 
 
 def state_proof(tensors: Mapping[str, np.ndarray[Any, Any]], key: str) -> list[bytes]:
@@ -132,9 +136,10 @@ def canonical_arrays(state: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray[
     return {k: _canonical_tensor(k, state[k]).numpy() for k in state}
 
 
-def state_hash(state: Mapping[str, torch.Tensor]) -> bytes:
-    """The state hash of a state dict: equal to ``state_hash_of_bytes(encode_state(state))``."""
-    return state_root(canonical_arrays(state))
+def state_hash(state: Mapping[str, torch.Tensor], workers: int | None = None) -> bytes:
+    """The state hash of a state dict: equal to ``state_hash_of_bytes(encode_state(state))``, hashed on at most
+    `workers` threads."""
+    return state_root(canonical_arrays(state), workers=workers)
 
 
 def model_weights(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -49,6 +49,15 @@ def _padded(raw: bytes) -> bytes:
     return raw + bytes(-len(raw) % CHUNK or (CHUNK if not raw else 0))
 
 
+def _chunk_data(arr: np.ndarray[Any, Any]) -> bytes | memoryview:
+    """``_padded(_raw(arr))``, as a view of the array's own memory where that is already whole little-endian chunks:
+    a large state is hashed without two copies of it made while holding the GIL."""
+    a = np.ascontiguousarray(arr)
+    if a.nbytes and a.nbytes % CHUNK == 0 and not (a.dtype.kind in "fi" and a.dtype.byteorder == ">"):
+        return a.reshape(-1).view(np.uint8).data
+    return _padded(_raw(arr))
+
+
 # Data roots (the Merkle root of the chunk leaves, before the header) by content key (``_content_key``): whoever
 # holds one hashes a tensor's bytes once however many tensors carry them (a reshape's output and its input, a
 # state's tensor and the trace input or output that reads or writes it).
@@ -58,7 +67,7 @@ _HASH_WORKERS = min(4, os.cpu_count() or 1)
 _PARALLEL_BYTES = 1 << 20
 
 
-def _content_key(data: bytes) -> bytes:
+def _content_key(data: bytes | memoryview) -> bytes:
     """Chunks told apart by their BLAKE2b digest and length (BLAKE2b runs at memory speed; the keccak tree costs a
     microsecond per 32 bytes)."""
     return hashlib.blake2b(data, digest_size=32).digest() + len(data).to_bytes(8, "big")
@@ -68,7 +77,7 @@ def _data_root(raw: bytes, data: DataRoots | None) -> bytes:
     return native_merkle.chunks_root(_padded(raw)) if data is None else _kept_root(_padded(raw), data)
 
 
-def _kept_root(chunks: bytes, data: DataRoots, key: bytes | None = None) -> bytes:
+def _kept_root(chunks: bytes | memoryview, data: DataRoots, key: bytes | None = None) -> bytes:
     """The data root of whole chunks, looked up in and kept in `data`.
 
     A tree of n chunks, n not a power of two, is ``hash_pair`` of the complete tree over its first m chunks (m the
@@ -96,19 +105,22 @@ def tensor_root(arr: np.ndarray[Any, Any], data: DataRoots | None = None) -> byt
     return keccak256(header + _data_root(_raw(arr), data))
 
 
-def tensor_roots(arrs: Sequence[np.ndarray[Any, Any]], data: DataRoots | None = None) -> list[bytes]:
+def tensor_roots(arrs: Sequence[np.ndarray[Any, Any]], data: DataRoots | None = None,
+                 workers: int | None = None) -> list[bytes]:
     """``tensor_root`` of each array; arrays with the same bytes (a reshape's output and its input, a copy) share
     one data tree, hashed once, in `data` when given (kept for later calls) or else for this call.
 
     The distinct trees not in `data` are hashed on every core when they are large enough to pay for the threads:
     the native trees release the GIL, and a step's trace or a state of a large model is hundreds of megabytes of
-    chunks (two threads halve a side's hashing on two cores)."""
+    chunks (two threads halve a side's hashing on two cores). `workers` caps the threads: a checkpoint hashed beside
+    training takes only the cores the training leaves (`proof/unit.py`)."""
     data = {} if data is None else data
-    chunks = [_padded(_raw(arr)) for arr in arrs]
+    workers = _HASH_WORKERS if workers is None else max(1, workers)
+    chunks = [_chunk_data(arr) for arr in arrs]
     keys = [_content_key(c) for c in chunks]
     todo = {k: c for k, c in zip(keys, chunks, strict=True) if k not in data}
-    if _HASH_WORKERS > 1 and sum(map(len, todo.values())) >= _PARALLEL_BYTES:
-        with ThreadPoolExecutor(_HASH_WORKERS) as pool:
+    if workers > 1 and sum(map(len, todo.values())) >= _PARALLEL_BYTES:
+        with ThreadPoolExecutor(workers) as pool:
             list(pool.map(lambda kc: _kept_root(kc[1], data, kc[0]), todo.items()))
     return [keccak256(_header(arr) + _kept_root(c, data, k)) for arr, c, k in zip(arrs, chunks, keys, strict=True)]
 

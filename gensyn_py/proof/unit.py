@@ -1,19 +1,20 @@
 """The solver's side: train a unit, store every checkpoint, and build its commitment.
 
 Checkpoints are written behind the training. At each checkpoint the training
-thread takes the snapshot: the state's canonical bytes (an immutable copy, so
-training can go on mutating its tensors in place). One background thread then
-hashes the bytes (state hash, CID) and stores them, in order, while the next
-steps run; hashing and file I/O release the GIL, so on a spare core they cost
-the training almost nothing. Encoding stays on the training thread because it
-holds the GIL: run behind, it would stall the training just as long, and need
-one more copy of the state. The commitment is the same as writing each
-checkpoint inline; a failure in the writer stops the unit within a step with
-the writer's own exception.
+thread takes the snapshot: a copy of the state's tensors (Trainer.state_dict), so
+training can go on mutating its own in place. One background thread then
+encodes the snapshot, hashes the bytes (state hash, CID) and stores them, in
+order, while the next steps run. Encoding (`state_bytes.py`), hashing and file
+I/O release the GIL, so the training thread, whose Python runs between every
+op, is never held up by them; on a spare core they cost it only what the two
+cores share. The commitment is the same as writing each checkpoint inline; a
+failure in the writer stops the unit within a step with the writer's own
+exception.
 """
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -28,7 +29,7 @@ from gensyn_py.proof.commitment import Manifest, UnitCommitment, transcript_comm
 from gensyn_py.proof.hash_process import state_hash_beside
 from gensyn_py.proof.record import UnitRecord
 from gensyn_py.proof.resume import Resume, resume_record
-from gensyn_py.proof.state import decode_state, encode_state, state_hash_of_bytes
+from gensyn_py.proof.state import decode_state, encode_state, state_hash, state_hash_of_bytes
 
 if TYPE_CHECKING:
     import torch
@@ -61,10 +62,12 @@ class _CheckpointWriter:
     up to that checkpoint's step, so the file always describes a resumable state.
     """
 
-    def __init__(self, store: ContentStore, rec: UnitRecord, record_path: Path | None, overlap: bool) -> None:
+    def __init__(self, store: ContentStore, rec: UnitRecord, record_path: Path | None, overlap: bool,
+                 hash_workers: int | None = None) -> None:
         self._store = store
         self._rec = rec
         self._record_path = record_path
+        self._hash_workers = hash_workers
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="gensyn-checkpoint") if overlap else None
         self._pending: deque[Future[None]] = deque()
         self._failed = False
@@ -106,18 +109,22 @@ class _CheckpointWriter:
         if len(rec.cids) != index:
             raise TrainingError(f"checkpoint {index} would be recorded as number {len(rec.cids)}")
         cid = self._store.put(data)
-        rec.hashes.append(self._hash(data))
+        rec.hashes.append(self._hash(data, state))
         rec.cids.append(cid)
         if self._record_path is not None:
             UnitRecord(list(rec.cids), list(rec.hashes), rec.losses[:step]).save(self._record_path)
 
-    def _hash(self, data: bytes) -> bytes:
-        """The state hash. With the C Merkle module, here: it hashes with the GIL released, so beside training, for
-        the cost of the hashing alone. Without it (Python's keccak loop holds the GIL), overlapped in a helper process:
-        that costs a copy of the bytes through a pipe, and on a busy machine a process waiting for a core (two solvers
-        on 2 cores measured 0.55 s a 3.6 MB checkpoint in the helper, 56 ms here)."""
-        if self._pool is None or native_module() is not None:
+    def _hash(self, data: bytes, state: Mapping[str, torch.Tensor]) -> bytes:
+        """The state hash of `data`, the encoding of `state`. With the C Merkle module, here, from the snapshot's
+        own memory (no parse, no copy), on the cores the training leaves (`hash_workers`): it hashes with the GIL
+        released, so beside training for the cost of the hashing alone, and on both of two cores it slowed the
+        training's own by half again. Without it (Python's keccak loop holds the GIL), overlapped in a helper
+        process: that costs a copy of the bytes through a pipe, and on a busy machine a process waiting for a core
+        (two solvers on 2 cores measured 0.55 s a 3.6 MB checkpoint in the helper, 56 ms here)."""
+        if self._pool is None:
             return state_hash_of_bytes(data)
+        if native_module() is not None:
+            return state_hash(state, self._hash_workers)
         return state_hash_beside(data)
 
     def check(self) -> None:
@@ -144,6 +151,15 @@ class _CheckpointWriter:
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
+
+
+def spare_cores(device: str) -> int:
+    """The cores a checkpoint is hashed on beside training: those its torch threads leave (on CUDA, all but the
+    one driving the GPU), at least one."""
+    import torch
+
+    busy = 1 if str(device).startswith("cuda") else torch.get_num_threads()
+    return max(1, (os.cpu_count() or 1) - busy)
 
 
 def commit_segments(
@@ -188,7 +204,7 @@ def commit_segments(
                             f"and {len(rec.losses)} losses")
 
     path = Path(record_path) if record_path is not None else None
-    with _CheckpointWriter(store, rec, path, overlap) as writer:
+    with _CheckpointWriter(store, rec, path, overlap, spare_cores(trainer.device)) as writer:
 
         def step_done(step: int, total: int, loss: float) -> None:
             rec.losses.append(loss)

@@ -33,6 +33,36 @@ def test_overlapped_checkpoints_commit_the_same_as_inline_ones(tmp_path: Path, f
     assert overlapped.manifest_cid == inline.manifest_cid
 
 
+def test_the_writer_hashes_the_snapshot_on_the_cores_training_leaves(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside training, a checkpoint is hashed from its snapshot on the spare cores only (on 2 cores, hashing on
+    both slowed the training thread), and its hash is the hash of the bytes stored."""
+    import torch
+
+    from gensyn_py.crypto.native_merkle import native_module
+    from gensyn_py.proof.state import state_hash_of_bytes
+
+    if native_module() is None:
+        pytest.skip("without the C Merkle module the hash runs in a helper process")
+    assert unit.spare_cores("cuda:0") == max(1, (unit.os.cpu_count() or 1) - 1)
+    assert unit.spare_cores("cpu") == max(1, (unit.os.cpu_count() or 1) - torch.get_num_threads())
+    monkeypatch.setattr(unit, "spare_cores", lambda device: 3)
+    seen: list[int | None] = []
+    real = unit.state_hash
+
+    def counting(state: Mapping[str, torch.Tensor], workers: int | None = None) -> bytes:
+        seen.append(workers)
+        return real(state, workers)
+
+    monkeypatch.setattr(unit, "state_hash", counting)
+    spec, ds = tiny_spec("mlp"), dataset_for("mlp")
+    store = store_at(tmp_path)
+    rec = UnitRecord()
+    commit_segments(Trainer(spec, ds, 0, 0, "cpu"), store, JOB, record=rec)
+    assert seen == [3] * len(rec.cids)
+    assert rec.hashes == [state_hash_of_bytes(store.get(cid)) for cid in rec.cids]
+
+
 class _LateStore(LocalStore):
     """Writes only once `ready` is set: the checkpoint writer lags the training."""
 
