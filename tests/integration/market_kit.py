@@ -88,6 +88,13 @@ def wait_log(net: LocalNetwork, name: str, event: str, timeout: float = 120, aft
     return wait_until(found, timeout, f"{name} to log {event} {match}", on_wait=net.check_alive)
 
 
+def first_new_block(net: LocalNetwork) -> int:
+    """The first block that can hold what a test does from now on (its window for counting events). Not the latest
+    block: that may hold the end of the test before, say a keeper's finalize mined in the same second, which is
+    not this test's to count."""
+    return int(net.w3.eth.block_number) + 1
+
+
 def slashes(net: LocalNetwork, from_block: int) -> list[tuple[str, int]]:
     return accounting.slashes(protocol(net), from_block)
 

@@ -21,7 +21,15 @@ import pytest
 from gensyn_py.chain.segment_game import Reason
 from gensyn_py.chain.step_game import Reason as StepReason
 from gensyn_py.sim.localnet import LocalNetwork, wait_until
-from tests.integration.market_kit import assert_conservation, protocol, slashes, start_market, submit, wait_log
+from tests.integration.market_kit import (
+    assert_conservation,
+    first_new_block,
+    protocol,
+    slashes,
+    start_market,
+    submit,
+    wait_log,
+)
 
 E18 = 10**18
 COLLATERAL = 100 * E18
@@ -52,7 +60,7 @@ def test_the_daemons_play_the_game_to_the_cheat_and_survive_a_kill_mid_game(mark
     net = market
     p = protocol(net)
     game = p["SegmentGame"]
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     cheater = net.nodes["solver-1"]
     net.restart("solver-1", "--cheat", cheat)
     job = submit(net, steps=40, seed=23)

@@ -23,6 +23,7 @@ from gensyn_py.types import UnitStatus
 from tests.integration.market_kit import (
     assert_conservation,
     assert_every_solver_quarantines,
+    first_new_block,
     slashes,
     start_market,
     submit,
@@ -41,7 +42,7 @@ def market(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalNetwork]:
 
 def test_a_job_fine_tunes_a_completed_job_s_final_model_and_nobody_is_slashed(market: LocalNetwork) -> None:
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     parent = submit(net, steps=60, seed=31)
     wait_job(net, parent)
     child = submit(net, steps=60, seed=32, init={"parent_job": parent})

@@ -30,6 +30,7 @@ from tests.integration.browser import as_phone, screenshot, until
 from tests.integration.ipfs_daemon import JsIpfsDaemon
 from tests.integration.market_kit import (
     assert_conservation,
+    first_new_block,
     pool_actions,
     protocol,
     slashes,
@@ -79,7 +80,7 @@ def _wait_retry(net: LocalNetwork, marks: dict[str, int], error: str) -> None:
 
 def test_daemons_killed_mid_job_finish_it_without_repeating_anything(market: LocalNetwork) -> None:
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     rng = random.Random()
     marks = {name: len(net.log_lines(name)) for name in net.nodes}
     steps = 2000  # seconds of training: the kill lands mid-unit
@@ -111,7 +112,7 @@ def test_the_daemons_run_a_diloco_job_with_carried_inner_state_over_two_rounds(m
     """Solvers aggregate with the outer step from the previous round's aggregate, validators recompute it,
     and each shard's round-1 unit starts from its own round-0 optimizer state: nobody is slashed."""
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     diloco = {"rule": "diloco", "outer_lr": 0.7, "outer_momentum": 0.9, "inner_state": "carry"}
     job = submit(net, rounds=2, shards=2, steps=40, seed=13, aggregation=diloco)
     wait_job(net, job, 240)
@@ -139,7 +140,7 @@ def test_a_unit_trained_by_two_processes_commits_the_one_process_root(market: Lo
     from gensyn_py.train.trainer import Trainer
 
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     net.kill("solver-1")  # the unit goes to the data-parallel solver
     grouped = net.nodes["solver-2"]
     mark = len(net.log_lines("solver-2"))
@@ -178,7 +179,7 @@ def load_state_names(store: ContentStore, manifest_cid: str) -> set[str]:
 
 def test_a_vanished_solver_loses_its_unit_reputation_and_a_bounded_liveness_penalty(market: LocalNetwork) -> None:
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     registry = protocol(net).registry()
     net.kill("solver-1")  # only solver-2 is there to claim
     mark = len(net.log_lines("solver-2"))
@@ -219,7 +220,7 @@ def test_a_vanished_solvers_unit_is_resumed_from_its_last_partial_commitment(mar
     from gensyn_py.storage.factory import open_store
 
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     net.kill("solver-1")
     vanishing = net.nodes["solver-2"]
     mark = len(net.log_lines("solver-2"))
@@ -261,7 +262,7 @@ def test_a_vanished_solvers_unit_is_resumed_from_its_last_partial_commitment(mar
 
 def test_a_lazy_validator_is_caught_and_loses_stake(market: LocalNetwork) -> None:
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     net.restart("validator-2", "--lazy")
     lazy = net.nodes["validator-2"]
     try:
@@ -278,7 +279,7 @@ def test_a_lazy_validator_is_caught_and_loses_stake(market: LocalNetwork) -> Non
 
 @dataclass(frozen=True)
 class CheatPlay:
-    start: int  # the block before the cheat
+    start: int  # the first block of the cheat play
     cheater: str
     job: int
     unit_id: int
@@ -294,7 +295,7 @@ def cheat_played(market: LocalNetwork) -> CheatPlay:
     # is the committee (one seat, so one revealed vote is a quorum).
     if "validator-3" not in net.nodes:
         Market(net).start_nodes([NodeSpec("validator-3", "validator", 7)])
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     net.kill("solver-1")
     cheater = net.nodes["solver-2"]
     net.restart("solver-2", "--cheat", "wrong_lr")  # every segment differs: any replay rejects
@@ -399,7 +400,7 @@ def test_rpc_restart_and_store_outage_are_ridden_out(tmp_path: Path) -> None:
             "solver-1": ("solver", 2), "validator-1": ("validator", 4), "validator-2": ("validator", 5)},
             verdictCommitWindow=60, revealWindow=30)  # windows longer than the outages, as on a real network
         try:
-            start = int(net.w3.eth.block_number)
+            start = first_new_block(net)
             marks = {name: len(net.log_lines(name)) for name in net.nodes}
             job = submit(net, steps=200, seed=15)
             view = ChainView(protocol(net))

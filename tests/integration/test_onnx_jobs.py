@@ -23,6 +23,7 @@ from gensyn_py.types import UnitStatus
 from tests.integration.market_kit import (
     assert_conservation,
     assert_every_solver_quarantines,
+    first_new_block,
     slashes,
     start_market,
     wait_job,
@@ -58,7 +59,7 @@ def onnx_job(market: Market, data: bytes, seed: int, **over: Any) -> dict[str, A
 
 def test_an_onnx_lm_trains_verifies_and_is_fine_tuned_and_nobody_is_slashed(market: LocalNetwork) -> None:
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     m = Market(net, requester_tokens=0)
     parent = m.submit(onnx_job(m, gpt_bytes(), seed=51)).job_id
     wait_job(net, parent)
@@ -117,7 +118,7 @@ def test_a_job_on_a_chunked_dataset_settles_and_nobody_is_slashed(market: LocalN
     from gensyn_py.train.data import digits
 
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     m = Market(net, requester_tokens=0)
     ds = digits(image=False)[0]
     manifest, files = split(ds, 100)

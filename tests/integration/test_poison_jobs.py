@@ -24,7 +24,15 @@ from gensyn_py.sim.localnet import LocalNetwork, wait_until
 from gensyn_py.sim.market import COLLATERAL, Market, NodeSpec
 from gensyn_py.sim.poison import KINDS, PoisonKit
 from gensyn_py.types import Reputation, UnitStatus
-from tests.integration.market_kit import assert_conservation, protocol, slashes, start_market, submit, wait_job
+from tests.integration.market_kit import (
+    assert_conservation,
+    first_new_block,
+    protocol,
+    slashes,
+    start_market,
+    submit,
+    wait_job,
+)
 
 STEPS = 40
 WINDOW = 60
@@ -86,7 +94,7 @@ def _reputations(net: LocalNetwork) -> dict[str, Reputation]:
 
 def test_poison_jobs_are_quarantined_and_do_not_delay_a_good_job(market: LocalNetwork) -> None:
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     warm_up = submit(net, steps=STEPS, seed=1, commit_window=WINDOW)  # the market's first job pays start-up costs
     first = _time_to_claim(net, warm_up, time.monotonic())
     wait_job(net, warm_up)
@@ -132,7 +140,7 @@ def test_a_misshapen_checkpoint_convicts_its_solver_not_the_validators(market: L
     # the committee (one seat, so one revealed vote is a quorum) where the dispute is the committee's.
     if "validator-3" not in net.nodes:
         Market(net).start_nodes([NodeSpec("validator-3", "validator", 7)])
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     reputations = _reputations(net)
     net.kill("solver-1")
     cheater = net.nodes["solver-2"]

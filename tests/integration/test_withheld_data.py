@@ -26,7 +26,15 @@ from gensyn_py.storage.factory import open_store
 from gensyn_py.storage.local import LocalStore
 from gensyn_py.types import Reputation, UnitStatus
 from tests.integration.ipfs_daemon import JsIpfsDaemon
-from tests.integration.market_kit import assert_conservation, protocol, slashes, start_market, submit, wait_job
+from tests.integration.market_kit import (
+    assert_conservation,
+    first_new_block,
+    protocol,
+    slashes,
+    start_market,
+    submit,
+    wait_job,
+)
 
 STEPS = 40
 WINDOW = 60
@@ -72,7 +80,7 @@ def test_a_solver_withholding_its_data_is_slashed_and_an_honest_one_delivers(
     market: LocalNetwork, cheat: str, tmp_path: Path
 ) -> None:
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     reputations = _reputations(net)
     requester = net.account(1)
     honest_before = {name: _holdings(net, net.nodes[name].account.address) for name in HONEST}
@@ -120,7 +128,7 @@ def test_a_false_report_is_answered_by_the_honest_solver_and_earns_the_reporter_
     market: LocalNetwork, tmp_path: Path
 ) -> None:
     net = market
-    start = int(net.w3.eth.block_number)
+    start = first_new_block(net)
     liar = net.nodes["validator-2"]
     net.restart("validator-2", "--false-report")  # reports every unit's data missing once, though it is there
     pool = protocol(net)["TaskPool"]
@@ -157,7 +165,7 @@ def test_a_model_deleted_after_verification_is_claimed_by_the_requester_and_its_
                        "validator-1": ("validator", 4), "validator-2": ("validator", 5)},
                        verdictCommitWindow=30, revealWindow=20, challengeWindow=25)  # room to claim
     try:
-        start = int(net.w3.eth.block_number)
+        start = first_new_block(net)
         view = ChainView(protocol(net))
         job = submit(net, steps=STEPS, seed=51, commit_window=WINDOW)
         unit_id = view.unit_ids(job)[0]
