@@ -12,9 +12,9 @@ the machine hit both alike: in the middle of each segment our side pauses, and
 the plain loop runs its next k steps. Before our clock stops, the bench waits
 until the segment's checkpoint is in the store, so checkpoint work running behind
 the training is always charged to our side and never overlaps the plain loop.
-Each of our blocks thus holds k steps and one checkpoint (encoded on the training
-thread; hashed and written with fsync to a fresh store by the writer, behind the
-training unless --inline); the first and last half-segments form one
+Each of our blocks thus holds k steps and one checkpoint (a snapshot taken on the
+training thread; encoded, hashed and written with fsync to a fresh store by the
+writer, behind the training unless --inline); the first and last half-segments form one
 block holding k steps, two checkpoints and the manifest. Per repetition (one
 whole unit; one warm-up repetition first) the figures are the per-segment time
 ratios and the whole-unit ratio; we report medians. Both sides run with the
@@ -164,7 +164,8 @@ def interleaved_unit(spec: JobSpec, ds: Dataset, root: Path, overlap: bool, devi
 
 
 def checkpoint_costs(spec: JobSpec, ds: Dataset, root: Path, n: int = 10) -> dict[str, float]:
-    """Median ms per checkpoint: state_dict and encoding (on the training thread), then the writer's work."""
+    """Median ms per checkpoint: state_dict (on the training thread), then the writer's work (encode, hash, put),
+    here one after the other on this thread."""
     from gensyn_py.proof.state import encode_state, state_hash_of_bytes
     from gensyn_py.storage.local import LocalStore
     from gensyn_py.train.trainer import Trainer
