@@ -27,8 +27,9 @@ repro_slowdown_onnx_cpu        (the LM) and repro_slowdown_onnx_cnn_cpu: the def
     Goal: at most 3.
 checkpoints                    "overlapped" (default, as bench/overhead.py: the trainer's checkpoint writer,
     `proof/unit.py`, takes a snapshot on the training thread, then encodes, hashes (on the cores the training
-    leaves) and stores it on a background thread, all with the GIL released) or "inline" (--inline); `checkpoint_writes_overlapped` says
-    whether every checkpoint of every measured unit was in fact stored from the writer's background thread.
+    leaves) and stores it on a background thread, all with the GIL released) or "inline" (--inline);
+    `checkpoint_writes_overlapped` says whether every checkpoint of every measured unit was in fact stored from
+    the writer's background thread.
 
 Every ratio is against a baseline measured in the same run. With CUDA the same figures are measured on the GPU too
 (suffix `_gpu`, checkpoint interval --gpu-interval). Both sides run with the spec's torch threads (--threads,
