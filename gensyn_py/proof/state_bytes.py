@@ -56,7 +56,8 @@ def safetensors_bytes(tensors: Mapping[str, torch.Tensor]) -> bytes:
             raise ValueError(f"tensor {k!r} must be contiguous and on the CPU")
         n = t.numel() * t.element_size()
         header[k] = {"dtype": _LAYOUT[str(t.dtype)][1], "shape": list(t.shape), "data_offsets": [offset, offset + n]}
-        parts.append((t.data_ptr() if n else 0, n))
+        if n:  # an empty tensor has no data to copy (and maybe no address)
+            parts.append((t.data_ptr(), n))
         offset += n
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
