@@ -73,8 +73,8 @@ def _content_key(data: bytes | memoryview) -> bytes:
     return hashlib.blake2b(data, digest_size=32).digest() + len(data).to_bytes(8, "big")
 
 
-def _data_root(raw: bytes, data: DataRoots | None) -> bytes:
-    return native_merkle.chunks_root(_padded(raw)) if data is None else _kept_root(_padded(raw), data)
+def _data_root(chunks: bytes | memoryview, data: DataRoots | None) -> bytes:
+    return native_merkle.chunks_root(chunks) if data is None else _kept_root(chunks, data)
 
 
 def _kept_root(chunks: bytes | memoryview, data: DataRoots, key: bytes | None = None) -> bytes:
@@ -102,7 +102,7 @@ def tensor_root(arr: np.ndarray[Any, Any], data: DataRoots | None = None) -> byt
     """keccak256(uint256 dtype code ++ uint256 ndim ++ uint256 dims... ++ Merkle root of the chunk leaves); the
     data root is looked up in (and added to) `data` when given."""
     header = _header(arr)
-    return keccak256(header + _data_root(_raw(arr), data))
+    return keccak256(header + _data_root(_chunk_data(arr), data))
 
 
 def tensor_roots(arrs: Sequence[np.ndarray[Any, Any]], data: DataRoots | None = None,
