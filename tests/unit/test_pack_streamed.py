@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -192,6 +193,42 @@ def test_one_text_file_packs_in_pieces_as_it_packs_whole(tmp_path: Path) -> None
     # The tokenizer's trainer holds 256 pieces at a time, the rest one piece and one chunk (100 windows, 51 KB);
     # the whole text as one string would be len(text) alone.
     assert peak < len(text) // 2, peak
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_the_tokenizer_trains_on_small_pieces_and_learns_what_whole_text_teaches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunked: bool) -> None:
+    """The `tokenizers` trainer reads its iterator 256 items at a time: it is fed pieces of at most about
+    TRAIN_PIECE_BYTES (64 KiB: 16 MiB held, not the 256 MiB of 1 MiB pieces), and still learns the merges of the
+    whole text."""
+    from gensyn_py.train.packing import streamed_text, text
+    from gensyn_py.train.packing.text_pieces import TRAIN_PIECE_BYTES
+
+    path = tmp_path / "one.txt"
+    corpus = make_corpus(path, words=60_000, seed=5)  # about 350 KB: five training pieces and more
+    whole = text.train_tokenizer([corpus], 400).to_str()
+    sizes: list[int] = []
+    trained: list[str] = []
+
+    def watched(texts: Any, vocab_size: int) -> Any:
+        def counted() -> Any:
+            for piece in texts:
+                sizes.append(len(piece.encode("utf-8")))
+                yield piece
+
+        tokenizer = train(counted(), vocab_size)
+        trained.append(tokenizer.to_str())
+        return tokenizer
+
+    module = streamed_text if chunked else text
+    train = text.train_tokenizer
+    monkeypatch.setattr(module, "train_tokenizer", watched)
+    if chunked:
+        pack_text_chunked(path, 32, 400, 100, tmp_path / "streamed")
+    else:
+        pack_text(path, seq_len=32, vocab_size=400)
+    assert len(sizes) >= 5 and max(sizes) <= 2 * TRAIN_PIECE_BYTES, sizes
+    assert trained == [whole]
 
 
 def test_cli_packs_a_text_corpus_in_chunks(tmp_path: Path) -> None:

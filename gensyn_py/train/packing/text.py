@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gensyn_py.train.packing.common import Packed, PackError, ProgressFn, check_bytes, files_under, finish
-from gensyn_py.train.packing.text_pieces import byte_counter, corpus_pieces
+from gensyn_py.train.packing.text_pieces import TRAIN_PIECE_BYTES, byte_counter, corpus_pieces
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -35,7 +35,7 @@ def pack_text(source: Path, seq_len: int = 64, vocab_size: int = 512, progress: 
     # The text is read in pieces that tokenize as the whole does (text_pieces.py), twice: a tokenizer's encoding
     # of a whole file keeps every token's string and offsets, about 180 bytes per byte of text.
     count = byte_counter(files, progress)
-    tokenizer = train_tokenizer(corpus_pieces(files, on_bytes=count), vocab_size)
+    tokenizer = train_tokenizer(corpus_pieces(files, TRAIN_PIECE_BYTES, count), vocab_size)
     encoded = [np.asarray(tokenizer.encode(p).ids, dtype=np.int64) for p in corpus_pieces(files, on_bytes=count)]
     ids = np.concatenate(encoded) if encoded else np.empty(0, dtype=np.int64)
     window = seq_len + 1

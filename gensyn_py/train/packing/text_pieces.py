@@ -25,7 +25,10 @@ from pathlib import Path
 
 from gensyn_py.train.packing.common import PackError
 
-PIECE_BYTES = 1 << 20  # about 1 MiB of text a piece: the tokenizer's trainer reads 256 pieces at a time
+PIECE_BYTES = 1 << 20  # about 1 MiB of text a piece to encode
+# The tokenizer's trainer reads its iterator 256 items at a time, so it is fed smaller pieces: 256 of 1 MiB held
+# 321 MB at the peak of training on a 32 MB corpus, 256 of 64 KiB 102 MB, the same tokenizer and a little faster.
+TRAIN_PIECE_BYTES = 1 << 16
 _CUT = re.compile(r"(?<=\S\n)(?=\S)|(?<=\S)(?= \S)")
 BOM = "\ufeff"
 _TAIL = 4096  # characters searched for the last cut before searching a whole piece
