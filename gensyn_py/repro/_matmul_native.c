@@ -442,30 +442,59 @@ static PyObject *align(PyObject *self, PyObject *args) {
     return Py_BuildValue("(Odd)", special ? Py_True : Py_False, all.l1, all.sq);
 }
 
-/* accumulate(part, hi, lo, count, start): adds one K-chunk's exact product (float64 integers below 2**53,
- * exact_chunks.py) into the exact running sum hi + lo with TwoSum: hi takes the rounded sum and lo gathers the
- * rounding errors (assigned when `start`: hi held only the first chunk), integers far below 2**53 (at most 64 chunks
- * of at most 2**53 each: every error is below 2**6), so hi + lo is the exact sum. Returns whether any error was
- * nonzero (else hi alone is exact). */
-static PyObject *accumulate(PyObject *self, PyObject *args) {
-    unsigned long long part_ptr, hi_ptr, lo_ptr;
+/* add_chunk(part, acc, first, count): acc (int64) += part, the exact product of one K-chunk (float64 integers
+ * below 2**53); where `first` is nonzero, acc = first + part (first: the first chunk's product). At most 64 chunks
+ * of at most 2**53 each: every sum is below 2**59, exact in int64. One pass reads part and acc and writes acc,
+ * where the float64 pair sums (TwoSum into hi + lo) it replaces read three arrays and wrote two. */
+static PyObject *add_chunk(PyObject *self, PyObject *args) {
+    unsigned long long part_ptr, acc_ptr, first_ptr;
     Py_ssize_t count;
-    int start;
-    if (!PyArg_ParseTuple(args, "KKKnp", &part_ptr, &hi_ptr, &lo_ptr, &count, &start)) return NULL;
+    if (!PyArg_ParseTuple(args, "KKKn", &part_ptr, &acc_ptr, &first_ptr, &count)) return NULL;
     const double *restrict part = (const double *)(uintptr_t)part_ptr;
-    double *restrict hi = (double *)(uintptr_t)hi_ptr, *restrict lo = (double *)(uintptr_t)lo_ptr;
-    double any = 0.0;
+    const double *restrict first = (const double *)(uintptr_t)first_ptr;
+    int64_t *restrict acc = (int64_t *)(uintptr_t)acc_ptr;
     Py_BEGIN_ALLOW_THREADS
-#pragma omp simd reduction(+ : any)
-    for (Py_ssize_t i = 0; i < count; ++i) {
-        const double a = hi[i], b = part[i], sum = a + b, bb = sum - a;
-        const double err = (a - (sum - bb)) + (b - bb);
-        hi[i] = sum;
-        lo[i] = start ? err : lo[i] + err;
-        any += fabs(err); /* integers below 2**6 each: the sum is zero exactly when every error is */
+    if (first != NULL)
+        for (Py_ssize_t i = 0; i < count; ++i) acc[i] = (int64_t)first[i] + (int64_t)part[i];
+    else
+        for (Py_ssize_t i = 0; i < count; ++i) acc[i] += (int64_t)part[i];
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* finish_int(n, ua, ub, out, batch, rows, cols): out = float32(n * ua * ub) for the exact integers n (int64, below
+ * 2**62), rounded once: n rounded to odd at 53 bits (an inexact even conversion moves one unit toward n), then
+ * scaled exactly and converted with one RNE (53 >= 24 + 2); n == 0 gives +0 (crt_matmul.round_int's steps). */
+static PyObject *finish_int(PyObject *self, PyObject *args) {
+    unsigned long long n_ptr, ua_ptr, ub_ptr, out_ptr;
+    Py_ssize_t batch, rows, cols;
+    if (!PyArg_ParseTuple(args, "KKKKnnn", &n_ptr, &ua_ptr, &ub_ptr, &out_ptr, &batch, &rows, &cols)) return NULL;
+    const int64_t *n = (const int64_t *)(uintptr_t)n_ptr;
+    const double *ua = (const double *)(uintptr_t)ua_ptr, *ub = (const double *)(uintptr_t)ub_ptr;
+    float *out = (float *)(uintptr_t)out_ptr;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t b = 0; b < batch; ++b) {
+        for (Py_ssize_t i = 0; i < rows; ++i) {
+            const Py_ssize_t row = (b * rows + i) * cols;
+            const double *urow = ub + b * cols;
+            const double a = ua[b * rows + i];
+            for (Py_ssize_t j = 0; j < cols; ++j) {
+                const int64_t x = n[row + j];
+                double v = (double)x; /* RNE */
+                const int64_t err = x - (int64_t)v; /* exact: v is an integer within int64 */
+                if (err != 0) {
+                    uint64_t bits;
+                    memcpy(&bits, &v, sizeof bits);
+                    if (!(bits & 1)) bits += ((err > 0) == (v > 0.0)) ? 1 : (uint64_t)-1;
+                    memcpy(&v, &bits, sizeof v);
+                }
+                v += 0.0; /* -0 -> +0 */
+                out[row + j] = (float)((v * a) * urow[j]);
+            }
+        }
     }
     Py_END_ALLOW_THREADS
-    return PyBool_FromLong(any != 0.0);
+    Py_RETURN_NONE;
 }
 
 /* finish_pair(hi, lo, ua, ub, out, batch, rows, cols): out = float32((hi + lo) * ua * ub), the exact integer
@@ -555,6 +584,66 @@ static PyObject *one_gemm(PyObject *self, PyObject *args) {
     return PyBool_FromLong(one_gemm_exact(k, &a, &b));
 }
 
+/* Squared bound on every partial sum of a chunk's GEMM (2**53 squared), less a margin for the rounding of the sums of
+ * squares (exact_chunks.py's LIMIT). */
+#define CHUNK_LIMIT (0x1p106 * (1.0 - 0x1p-30))
+
+/* chunk_ends(fa, rows_a, fb, rows_b, g, max_chunks) -> tuple or None: the fewest contiguous chunks of the g equal
+ * groups of K in each of which one float64 GEMM is exact (exact_chunks.py: the largest row sum of squares of A
+ * times the largest column sum of squares of B within CHUNK_LIMIT), as the group index ending each chunk. fa
+ * (rows_a, g) and fb (rows_b, g) are row-major float64 sums of squares per group. Greedy: each chunk takes groups
+ * while the bound holds; the sums only grow with a chunk, so no split has fewer chunks. None where one group alone
+ * fails or more than max_chunks are needed (the 12-bit slices are then exact, or faster). */
+static PyObject *chunk_ends(PyObject *self, PyObject *args) {
+    unsigned long long fa_ptr, fb_ptr;
+    Py_ssize_t rows_a, rows_b, g, max_chunks;
+    if (!PyArg_ParseTuple(args, "KnKnnn", &fa_ptr, &rows_a, &fb_ptr, &rows_b, &g, &max_chunks)) return NULL;
+    if (g < 1 || g > 64 || rows_a < 1 || rows_b < 1) {
+        PyErr_SetString(PyExc_ValueError, "chunk_ends: 1 <= g <= 64 groups and at least one row each");
+        return NULL;
+    }
+    const double *fa = (const double *)(uintptr_t)fa_ptr, *fb = (const double *)(uintptr_t)fb_ptr;
+    /* the running sums of the chunk so far and the candidate sums with one more group, swapped when it fits */
+    double *run = PyMem_RawMalloc(sizeof(double) * 2 * (size_t)(rows_a + rows_b));
+    if (run == NULL) return PyErr_NoMemory();
+    double *now = run, *next = run + rows_a + rows_b;
+    Py_ssize_t ends[64], n = 0, start = 0;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    while (ok && start < g) {
+        for (Py_ssize_t i = 0; i < rows_a + rows_b; ++i) now[i] = 0.0;
+        Py_ssize_t end = start;
+        while (end < g) {
+            double ma = 0.0, mb = 0.0;
+            for (Py_ssize_t i = 0; i < rows_a; ++i) {
+                const double v = now[i] + fa[i * g + end];
+                next[i] = v;
+                ma = v > ma ? v : ma;
+            }
+            for (Py_ssize_t i = 0; i < rows_b; ++i) {
+                const double v = now[rows_a + i] + fb[i * g + end];
+                next[rows_a + i] = v;
+                mb = v > mb ? v : mb;
+            }
+            if (!(ma * mb <= CHUNK_LIMIT)) break; /* also NaN: a non-finite block never passes */
+            double *t = now;
+            now = next;
+            next = t;
+            ++end;
+        }
+        if (end == start || n == max_chunks) ok = 0;
+        else ends[n++] = end;
+        start = end;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(run);
+    if (!ok) Py_RETURN_NONE;
+    PyObject *out = PyTuple_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; ++i) PyTuple_SET_ITEM(out, i, PyLong_FromSsize_t(ends[i]));
+    return out;
+}
+
 /* finish(n, ua, ub, out, batch, rows, cols): out = float32(n * ua * ub) per item, +0 for n == 0. */
 static PyObject *finish(PyObject *self, PyObject *args) {
     unsigned long long n_ptr, ua_ptr, ub_ptr, out_ptr;
@@ -583,7 +672,9 @@ static PyMethodDef METHODS[] = {
     {"align", align, METH_VARARGS, "Aligned integers and block units of an operand, and its largest block norms."},
     {"one_gemm_exact", one_gemm, METH_VARARGS, "Whether one float64 GEMM of the aligned integers is exact."},
     {"finish", finish, METH_VARARGS, "float32(n * ua * ub), +0 for n == 0: the rule's one rounding."},
-    {"accumulate", accumulate, METH_VARARGS, "Add one K-chunk's exact product into a float64 pair sum (TwoSum)."},
+    {"add_chunk", add_chunk, METH_VARARGS, "Add one K-chunk's exact product into an int64 sum."},
+    {"finish_int", finish_int, METH_VARARGS, "finish for int64 N: round to odd at 53 bits, then to float32."},
+    {"chunk_ends", chunk_ends, METH_VARARGS, "The fewest exact K-chunks over equal groups (greedy), or None."},
     {"finish_pair", finish_pair, METH_VARARGS, "finish for N = hi + lo: round to odd at 53 bits, then to float32."},
     {"sum_blocks", sum_blocks, METH_VARARGS, "The sum rule over each row or column: True where not finite."},
     {"use_simd", use_simd, METH_VARARGS, "Take the widest SIMD loops the processor has (True) or the baselines."},

@@ -144,9 +144,11 @@ class ReproStep:
         import numpy as np
         import torch
 
+        from gensyn_py.repro.unfilled import unfilled_memory
+
         be, x, y = self._backend(x, y)
         try:
-            with torch.no_grad():
+            with torch.no_grad(), unfilled_memory():
                 loss, flat, self.opt = train_step(be, self.prog, self.flat, self.opt, x, y, lr)
         except ValueError as e:  # a contraction beyond the exact rule's limit, a batch that does not split
             raise TrainingError(f"repro step failed: {e}") from None

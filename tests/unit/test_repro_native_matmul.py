@@ -201,3 +201,74 @@ def test_an_empty_k_gives_positive_zeros_on_both_paths(shapes: tuple[tuple[int, 
     for got in (M.repro_matmul(x, y), torch_path(x, y, monkeypatch)):
         assert got.shape == want.shape and got.dtype == torch.float32
         assert bool((got == 0).all()) and not torch.signbit(got).any()
+
+
+def fewest_chunks(fa: np.ndarray[Any, Any], fb: np.ndarray[Any, Any]) -> int | None:
+    """The least number of contiguous chunks of the groups that each pass the bound, by dynamic programming over
+    the cut positions, in exact rationals; None where no split passes."""
+    from fractions import Fraction
+
+    from gensyn_py.repro.exact_chunks import LIMIT
+
+    g = fa.shape[1]
+
+    def fits(s: int, e: int) -> bool:
+        ma = max(sum(Fraction(v) for v in row[s:e]) for row in fa)
+        mb = max(sum(Fraction(v) for v in row[s:e]) for row in fb)
+        return ma * mb <= Fraction(LIMIT)
+
+    best: list[int | None] = [0] + [None] * g  # best[e]: fewest chunks covering groups [0, e)
+    for e in range(1, g + 1):
+        for s in range(e):
+            prev, now = best[s], best[e]
+            if prev is not None and fits(s, e):
+                best[e] = prev + 1 if now is None else min(now, prev + 1)
+    return best[g]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 16), st.integers(1, 5), st.integers(1, 5), st.integers(1, 16), st.integers(0, 2**32 - 1))
+def test_chunk_ends_are_the_fewest_exact_chunks(g: int, rows_a: int, rows_b: int, max_chunks: int,
+                                                seed: int) -> None:
+    """The greedy K-chunks (C `chunk_ends`) each pass the Cauchy–Schwarz bound and are as few as any split of the
+    groups allows; None exactly when no split passes or every one needs more than `max_chunks`."""
+    rng = np.random.default_rng(seed)
+    # sums of squares per group: around 2**50 to 2**54, so that 1 to g groups fit in a chunk
+    fa = np.ldexp(rng.uniform(0.5, 1.0, (rows_a, g)), rng.integers(49, 55, (rows_a, g)))
+    fb = np.ldexp(rng.uniform(0.5, 1.0, (rows_b, g)), rng.integers(49, 55, (rows_b, g)))
+    ta, tb = torch.from_numpy(fa), torch.from_numpy(fb)
+    ends = NM.native_module().chunk_ends(ta.data_ptr(), rows_a, tb.data_ptr(), rows_b, g, max_chunks)
+    want = fewest_chunks(fa, fb)
+    if want is None or want > max_chunks:
+        assert ends is None
+        return
+    assert ends is not None and len(ends) == want and ends[-1] == g and list(ends) == sorted(set(ends))
+    from gensyn_py.repro.exact_chunks import LIMIT
+
+    for s, e in zip((0, *ends[:-1]), ends, strict=True):
+        assert fa[:, s:e].sum(axis=1).max() * fb[:, s:e].sum(axis=1).max() <= LIMIT
+
+
+def test_unequal_chunks_give_the_reference_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where 3 chunks pass and 2 do not, the large route takes 3 unequal ones (equal power-of-two chunks would take
+    4), adds their products in int64 and rounds once: the torch path's and the reference's bits."""
+    rng = np.random.default_rng(11)
+    k = 128  # 64 groups of 2 terms
+    a = full_scale(rng, (40, k), True)
+    b = full_scale(rng, (k, 30), False)
+    monkeypatch.setattr(NM, "SMALL_WORK", 0)
+    seen: list[tuple[int, ...] | None] = []
+    real = NM._chunk_ends
+
+    def watched(*args: Any) -> tuple[int, ...] | None:
+        seen.append(real(*args))
+        return seen[-1]
+
+    monkeypatch.setattr(NM, "_chunk_ends", watched)
+    x, y = torch.from_numpy(a), torch.from_numpy(b)
+    got = M.repro_matmul(x, y)
+    assert [len(e) if e else e for e in seen] == [3]
+    from gensyn_py.repro.exact_chunks import chunk_count
+
+    assert chunk_count(x.double(), y.double()) == 4
+    assert same(got, torch_path(x, y, monkeypatch)) and same(got, ref_matmul(a, b))
