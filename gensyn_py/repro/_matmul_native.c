@@ -442,6 +442,17 @@ static PyObject *align(PyObject *self, PyObject *args) {
     return Py_BuildValue("(Odd)", special ? Py_True : Py_False, all.l1, all.sq);
 }
 
+/* v, the float64 nearest the exact integer v + err (err its exact error: only its sign is read), rounded to odd
+ * at 53 bits instead: an inexact even v moves one unit toward v + err. Converting that to float32 (24 bits or
+ * fewer) is then the one RNE rounding of the exact value, since 53 >= 24 + 2. */
+static inline double to_odd(double v, int err_sign) {
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    if (err_sign != 0 && !(bits & 1)) bits += ((err_sign > 0) == (v > 0.0)) ? 1 : (uint64_t)-1;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
 /* add_chunk(part, acc, first, count): acc (int64) += part, the exact product of one K-chunk (float64 integers
  * below 2**53); where `first` is nonzero, acc = first + part (first: the first chunk's product). At most 64 chunks
  * of at most 2**53 each: every sum is below 2**59, exact in int64. One pass reads part and acc and writes acc,
@@ -480,16 +491,9 @@ static PyObject *finish_int(PyObject *self, PyObject *args) {
             const double a = ua[b * rows + i];
             for (Py_ssize_t j = 0; j < cols; ++j) {
                 const int64_t x = n[row + j];
-                double v = (double)x; /* RNE */
+                const double v = (double)x;         /* RNE */
                 const int64_t err = x - (int64_t)v; /* exact: v is an integer within int64 */
-                if (err != 0) {
-                    uint64_t bits;
-                    memcpy(&bits, &v, sizeof bits);
-                    if (!(bits & 1)) bits += ((err > 0) == (v > 0.0)) ? 1 : (uint64_t)-1;
-                    memcpy(&v, &bits, sizeof v);
-                }
-                v += 0.0; /* -0 -> +0 */
-                out[row + j] = (float)((v * a) * urow[j]);
+                out[row + j] = (float)((to_odd(v, (err > 0) - (err < 0)) * a) * urow[j]); /* x == 0: +0 */
             }
         }
     }
@@ -518,13 +522,7 @@ static PyObject *finish_pair(PyObject *self, PyObject *args) {
             for (Py_ssize_t j = 0; j < cols; ++j) {
                 const double x = hi[row + j], y = lo[row + j], s = x + y, bb = s - x;
                 const double e = (x - (s - bb)) + (y - bb);
-                double v = s + 0.0; /* -0 -> +0 */
-                if (e != 0.0) {
-                    uint64_t bits;
-                    memcpy(&bits, &v, sizeof bits);
-                    if (!(bits & 1)) bits += ((e > 0.0) == (v > 0.0)) ? 1 : (uint64_t)-1;
-                    memcpy(&v, &bits, sizeof v);
-                }
+                const double v = to_odd(s + 0.0, (e > 0.0) - (e < 0.0)); /* + 0.0: -0 -> +0 */
                 out[row + j] = (float)((v * a) * urow[j]);
             }
         }
@@ -594,6 +592,17 @@ static PyObject *one_gemm(PyObject *self, PyObject *args) {
  * (rows_a, g) and fb (rows_b, g) are row-major float64 sums of squares per group. Greedy: each chunk takes groups
  * while the bound holds; the sums only grow with a chunk, so no split has fewer chunks. None where one group alone
  * fails or more than max_chunks are needed (the 12-bit slices are then exact, or faster). */
+/* next = now + the group `end` of each of the `rows` rows of f (rows x g, row-major); returns the largest. */
+static double extended_max(const double *now, double *next, const double *f, Py_ssize_t rows, Py_ssize_t g,
+                           Py_ssize_t end) {
+    double m = 0.0;
+    for (Py_ssize_t i = 0; i < rows; ++i) {
+        next[i] = now[i] + f[i * g + end];
+        m = next[i] > m ? next[i] : m;
+    }
+    return m;
+}
+
 static PyObject *chunk_ends(PyObject *self, PyObject *args) {
     unsigned long long fa_ptr, fb_ptr;
     Py_ssize_t rows_a, rows_b, g, max_chunks;
@@ -614,18 +623,9 @@ static PyObject *chunk_ends(PyObject *self, PyObject *args) {
         for (Py_ssize_t i = 0; i < rows_a + rows_b; ++i) now[i] = 0.0;
         Py_ssize_t end = start;
         while (end < g) {
-            double ma = 0.0, mb = 0.0;
-            for (Py_ssize_t i = 0; i < rows_a; ++i) {
-                const double v = now[i] + fa[i * g + end];
-                next[i] = v;
-                ma = v > ma ? v : ma;
-            }
-            for (Py_ssize_t i = 0; i < rows_b; ++i) {
-                const double v = now[rows_a + i] + fb[i * g + end];
-                next[rows_a + i] = v;
-                mb = v > mb ? v : mb;
-            }
-            if (!(ma * mb <= CHUNK_LIMIT)) break; /* also NaN: a non-finite block never passes */
+            const double ma = extended_max(now, next, fa, rows_a, g, end);
+            const double mb = extended_max(now + rows_a, next + rows_a, fb, rows_b, g, end);
+            if (ma * mb > CHUNK_LIMIT) break; /* finite: non-finite operands took the general path before */
             double *t = now;
             now = next;
             next = t;

@@ -120,22 +120,20 @@ def _large(a: Tensor, b: Tensor) -> Tensor | None:
         n = torch.bmm(qa, qb)
         _c.finish(n.data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(), *n.shape)
         return out
-    hi, lo, part = (_scratch(slot, out.shape) for slot in (SUM_SLOT, ERR_SLOT, PART_SLOT))
-    width = k // g  # terms per group
-    bounds = [0, *(e * width for e in ends)]
+    first, part = _scratch(FIRST_SLOT, out.shape), _scratch(PART_SLOT, out.shape)
+    bounds = [0, *(e * (k // g) for e in ends)]  # K-offsets: each group is k // g terms
 
     def chunk(i: int, into: Tensor) -> Tensor:
-        lo_k, hi_k = bounds[i], bounds[i + 1]
-        return torch.bmm(qa[..., lo_k:hi_k], qb[..., lo_k:hi_k, :], out=into)
+        return torch.bmm(qa[..., bounds[i]:bounds[i + 1]], qb[..., bounds[i]:bounds[i + 1], :], out=into)
 
-    chunk(0, hi)
-    if len(ends) == 2:  # N = hi + part exactly: the final rounding adds them
-        _c.finish_pair(hi.data_ptr(), chunk(1, part).data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(),
+    chunk(0, first)
+    if len(ends) == 2:  # N = first + part exactly: the final rounding adds them
+        _c.finish_pair(first.data_ptr(), chunk(1, part).data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(),
                        *out.shape)
         return out
-    acc = lo.view(torch.int64)  # the chunks' exact sum, in int64 (below 2**59)
+    acc = _scratch(SUM_SLOT, out.shape).view(torch.int64)  # the chunks' exact sum (below 2**59)
     for i in range(1, len(ends)):
-        _c.add_chunk(chunk(i, part).data_ptr(), acc.data_ptr(), hi.data_ptr() if i == 1 else 0, acc.numel())
+        _c.add_chunk(chunk(i, part).data_ptr(), acc.data_ptr(), first.data_ptr() if i == 1 else 0, acc.numel())
     _c.finish_int(acc.data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(), *out.shape)
     return out
 
@@ -145,14 +143,13 @@ def _chunk_ends(fa: Tensor, fb: Tensor, k: int, g: int) -> tuple[int, ...] | Non
     bound): the group index ending each; None where one group alone fails the bound or more chunks than K / MIN_CHUNK
     would be needed (the 12-bit slices instead, as with equal chunks). Equal power-of-two chunks
     (`count_from_squares`) took 364 chunks for the 10M LM's 76 large products of a step, these 269."""
-    ends: tuple[int, ...] | None = _c.chunk_ends(fa.data_ptr(), fa.shape[0], fb.data_ptr(), fb.shape[0], g,
-                                                 min(g, max(1, k // MIN_CHUNK)))
-    return ends
+    return _c.chunk_ends(fa.data_ptr(), fa.shape[0], fb.data_ptr(), fb.shape[0], g,
+                         min(g, max(1, k // MIN_CHUNK)))
 
 
 _SCRATCH = threading.local()
 KEPT_SCRATCH = 2**22  # float64 entries (32 MB) per buffer at most are kept between products
-A_SLOT, B_SLOT, SUM_SLOT, ERR_SLOT, PART_SLOT = range(5)  # aligned A and B, the chunk sum, its errors, a chunk
+A_SLOT, B_SLOT, FIRST_SLOT, PART_SLOT, SUM_SLOT = range(5)  # aligned A and B, the first chunk, a chunk, their sum
 
 
 def _scratch(slot: int, shape: torch.Size | tuple[int, ...]) -> Tensor:
