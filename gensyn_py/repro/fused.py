@@ -8,7 +8,8 @@ of one call instead of forty to seventy kernels. Without the module (no C compil
 that is not a contiguous float32 CPU one, this returns None and the caller runs the primitives.
 
 The primitive sqrt too: one pass instead of three (to float64, root, back), the same correctly rounded result; and
-``ops.adamw``'s update, one pass over the parameters instead of about fifteen kernels.
+``ops.adamw``'s update, one pass over the parameters instead of about fifteen kernels; and GELU forward and backward,
+the float32 steps around erf and exp in the same pass.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ def _constants(name: str) -> Tensor:
         from gensyn_py.repro import ops as O
 
         exp = [O.LOG2E, 0.5, O.LN2_HI, O.LN2_LO, *O.EXP_COEF]
-        values = {"exp": exp, "log": [O.SQRT_HALF, 1.0, O.LN2_HI, O.LN2_LO, *O.LOG_COEF],
-                  "erf": [1.0, O.ERF_AS_P, 0.0, *O.ERF_TAYLOR, *O.ERF_AS, *exp], "sqrt": []}[name]
+        erf = [1.0, O.ERF_AS_P, 0.0, *O.ERF_TAYLOR, *O.ERF_AS, *exp]
+        values = {"exp": exp, "log": [O.SQRT_HALF, 1.0, O.LN2_HI, O.LN2_LO, *O.LOG_COEF], "erf": erf, "sqrt": [],
+                  "gelu": [O.SQRT_HALF, 1.0, 0.5, *erf], "gelu_grad": [-0.5, O.INV_SQRT_2PI, *exp]}[name]
         t = _CONSTS[name] = torch.tensor(values, dtype=torch.float32)
     return t
 
@@ -53,6 +55,30 @@ def fused(name: str, x: Tensor) -> Tensor | None:
     k = _constants(name)
     getattr(_c, name)(x.data_ptr(), y.data_ptr(), x.numel(), k.data_ptr(), k.numel())
     return y
+
+
+def _contiguous_f32(*xs: Tensor) -> bool:
+    return all(x.is_cpu and x.dtype == torch.float32 and x.is_contiguous() and x.shape == xs[0].shape for x in xs)
+
+
+def fused_gelu(x: Tensor) -> tuple[Tensor, Tensor] | None:
+    """ops.gelu_parts (y, cdf) in one C pass, or None where the primitives must run instead."""
+    if _c is None or not _contiguous_f32(x):
+        return None
+    y, cdf = torch.empty_like(x), torch.empty_like(x)
+    k = _constants("gelu")
+    _c.gelu(x.data_ptr(), y.data_ptr(), cdf.data_ptr(), x.numel(), k.data_ptr(), k.numel())
+    return y, cdf
+
+
+def fused_gelu_grad(x: Tensor, cdf: Tensor, gy: Tensor) -> Tensor | None:
+    """ops.gelu_grad in one C pass (x, cdf and gy of one shape), or None where the primitives must run instead."""
+    if _c is None or not _contiguous_f32(x, cdf, gy):
+        return None
+    gx = torch.empty_like(x)
+    k = _constants("gelu_grad")
+    _c.gelu_grad(x.data_ptr(), cdf.data_ptr(), gy.data_ptr(), gx.data_ptr(), x.numel(), k.data_ptr(), k.numel())
+    return gx
 
 
 def fused_adamw(p: Tensor, g: Tensor, m: Tensor, v: Tensor, b1t: Tensor, b2t: Tensor, cfg: Any

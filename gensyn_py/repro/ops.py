@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from gensyn_py.repro.backend import TORCH, Arr, Backend, TorchBackend
-from gensyn_py.repro.fused import fused, fused_adamw
+from gensyn_py.repro.fused import fused, fused_adamw, fused_gelu, fused_gelu_grad
 
 __all__ = ["TORCH", "Arr", "Backend", "TorchBackend"]
 
@@ -125,6 +125,9 @@ def erf(be: Backend, x: Arr) -> Arr:
 
 def gelu_parts(be: Backend, x: Arr) -> tuple[Arr, Arr]:
     """GELU (the erf form): cdf = (1 + erf(x * float32(1/sqrt 2))) * 0.5, y = x * cdf.  Returns (y, cdf)."""
+    done = fused_gelu(x) if isinstance(be, TorchBackend) else None
+    if done is not None:
+        return done
     e = erf(be, be.mul(x, be.const(SQRT_HALF, x)))
     cdf = be.mul(be.add(be.const(1.0, x), e), be.const(0.5, x))
     return be.mul(x, cdf), cdf
@@ -132,6 +135,9 @@ def gelu_parts(be: Backend, x: Arr) -> tuple[Arr, Arr]:
 
 def gelu_grad(be: Backend, x: Arr, cdf: Arr, gy: Arr) -> Arr:
     """gx = gy * (cdf + x * pdf) with pdf = exp((x * x) * -0.5) * float32(1/sqrt(2 pi))."""
+    done = fused_gelu_grad(x, cdf, gy) if isinstance(be, TorchBackend) else None
+    if done is not None:
+        return done
     pdf = be.mul(exp(be, be.mul(be.mul(x, x), be.const(-0.5, x))), be.const(INV_SQRT_2PI, x))
     return be.mul(gy, be.add(cdf, be.mul(x, pdf)))
 

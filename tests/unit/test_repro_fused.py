@@ -115,3 +115,38 @@ def test_fused_adamw_equals_the_primitive_update(simd: bool, tensor_lr: bool) ->
         got = O.adamw(TORCH, p, g, mm, vv, b1t, b2t, cfg)
         want = O.adamw(Primitives(), p, g, mm, vv, b1t, b2t, cfg)
         assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
+
+
+def test_fused_gelu_and_its_gradient_equal_the_primitive_sequences(simd: bool) -> None:
+    """GELU forward (y and cdf) and backward in one C pass each: the primitive sequences' bits, on random bit patterns,
+    edges and typical activations; the NumPy reference's too."""
+    from gensyn_py.repro.fused import fused_gelu, fused_gelu_grad
+
+    for x in inputs():
+        rng = np.random.default_rng(x.numel())
+        gy = torch.from_numpy(rng.standard_normal(x.shape).astype(np.float32))
+        got = fused_gelu(x)
+        assert got is not None
+        want = O.gelu_parts(Primitives(), x)
+        assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
+        assert all(same_bits(a, b) for a, b in zip(O.gelu_parts(TORCH, x), want, strict=True))
+        gx = fused_gelu_grad(x, got[1], gy)
+        assert gx is not None and same_bits(gx, O.gelu_grad(Primitives(), x, got[1], gy))
+        assert same_bits(O.gelu_grad(TORCH, x, got[1], gy), gx)
+    x = inputs()[2][:100]
+    gy = torch.ones_like(x) * 0.75
+    y, cdf = O.gelu_parts(TORCH, x)
+    ry, rcdf = O.gelu_parts(NUMPY, x.numpy())
+    assert same_bits(y, torch.from_numpy(np.asarray(ry))) and same_bits(cdf, torch.from_numpy(np.asarray(rcdf)))
+    rgx = O.gelu_grad(NUMPY, x.numpy(), cdf.numpy(), gy.numpy())
+    assert same_bits(O.gelu_grad(TORCH, x, cdf, gy), torch.from_numpy(np.asarray(rgx)))
+
+
+def test_gelu_on_tensors_the_c_side_does_not_take_runs_the_primitives() -> None:
+    from gensyn_py.repro.fused import fused_gelu, fused_gelu_grad
+
+    x = torch.randn(8, 6)
+    assert fused_gelu(x.t()) is None and fused_gelu(x.double()) is None
+    assert fused_gelu_grad(x, x, torch.randn(6, 8)) is None  # shapes differ
+    y, cdf = O.gelu_parts(TORCH, x.t())
+    assert all(same_bits(a, b) for a, b in zip((y, cdf), O.gelu_parts(Primitives(), x.t()), strict=True))

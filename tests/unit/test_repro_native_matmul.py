@@ -272,3 +272,20 @@ def test_unequal_chunks_give_the_reference_bits(monkeypatch: pytest.MonkeyPatch)
 
     assert chunk_count(x.double(), y.double()) == 4
     assert same(got, torch_path(x, y, monkeypatch)) and same(got, ref_matmul(a, b))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 300), st.integers(1, 70), st.integers(0, 40), st.integers(-150, 110),
+       st.sampled_from([0.0, 0.3, 1.0]), st.booleans(), st.integers(0, 2**32 - 1))
+def test_sums_read_in_place_give_the_reference_bits(simd: str, rows: int, cols: int, spread: int, center: int,
+                                                    zeros: float, transposed: bool, seed: int) -> None:
+    """The sum rule in one C call (each entry rounded to its block unit and added as it is, no aligned copy), on
+    every loop and on a transposed view: the bits of the reference's matmul against a ones vector, +0 for a zero
+    sum, subnormal and overflowing sums included."""
+    x = scaled(np.random.default_rng(seed), (rows, cols), spread, center, zeros)
+    t = operand(x, transposed)
+    for dim in (0, 1):
+        got = NM.native_sum(t, dim)
+        ones = np.ones((cols, 1) if dim == 1 else (1, rows), np.float32)
+        want = ref_matmul(x, ones) if dim == 1 else ref_matmul(ones, x)
+        assert got is not None and same(got, torch.from_numpy(np.asarray(want)))
