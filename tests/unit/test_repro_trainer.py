@@ -177,3 +177,20 @@ def test_repro_unit_with_altered_weights_is_rejected(tmp_path: Path) -> None:
     assert [v.accept for v in verdicts] == [True, False, False, True]
     assert state_hash_of_bytes(encode_state(Trainer(spec, digits_flat(), 0, 0, "cpu").state_dict())) == \
         manifest.state_hashes[0]
+
+
+def test_flat_grads_copy_in_place_gives_the_cat_of_reshapes() -> None:
+    """The torch backend's one-copy flat gradient (transposed and permuted views among them) equals the cat of
+    reshapes that the other backends run, bit for bit; a backend that is not torch's runs the cat itself."""
+    from gensyn_py.repro.backend import TORCH
+    from gensyn_py.repro.reference import NUMPY
+    from gensyn_py.train.repro_step import flat_grads
+
+    gen = torch.Generator().manual_seed(5)
+    grads = [torch.randn(7, 5, generator=gen).t(), torch.randn(3, generator=gen),
+             torch.randn(2, 3, 4, generator=gen).permute(2, 0, 1), torch.randn(1, 6, generator=gen)]
+    want = torch.cat([g.reshape(-1) for g in grads])
+    got = flat_grads(TORCH, grads)
+    assert got.is_contiguous() and torch.equal(got.view(torch.int32), want.view(torch.int32))
+    ref = flat_grads(NUMPY, [g.numpy() for g in grads])
+    assert np.array_equal(np.asarray(ref), want.numpy())
