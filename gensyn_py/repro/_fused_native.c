@@ -170,49 +170,50 @@ static gelu_grad_fn gelu_grad_loop = gelu_grad_baseline;
 
 /* ops.adamw's elementwise update over n contiguous float32 entries, the scalars already rounded to float32 as the
  * primitive sequence rounds them (lr * wd, 1 - beta1, 1 - beta2, 1 - beta1**t, 1 - beta2**t): the same operations
- * in the same order, the root as primitives.sqrt. Outputs may not alias inputs. */
+ * in the same order, the root as primitives.sqrt. The outputs are three fresh arrays, or p, m and v themselves. */
 typedef struct {
     float lr_wd, beta1, one_minus_beta1, beta2, one_minus_beta2, bias1, bias2, eps, lr;
 } adamw_t;
 
-#define ADAMW_BODY                                                                                       \
+#define ADAMW_BODY(PO, MO, VO)                                                                           \
     for (Py_ssize_t i = 0; i < n; ++i) {                                                                 \
-        const float gi = g[i];                                                                           \
-        const float decay = p[i] * s->lr_wd;                                                             \
-        const float pd = p[i] - decay;                                                                   \
-        const float m1 = m[i] * s->beta1, m2 = gi * s->one_minus_beta1, mn = m1 + m2;                     \
-        const float v1 = v[i] * s->beta2, v2 = gi * s->one_minus_beta2, v3 = v2 * gi, vn = v1 + v3;       \
+        const float pi = p[i], gi = g[i], mi = m[i], vi = v[i];                                          \
+        const float decay = pi * s->lr_wd;                                                               \
+        const float pd = pi - decay;                                                                     \
+        const float m1 = mi * s->beta1, m2 = gi * s->one_minus_beta1, mn = m1 + m2;                      \
+        const float v1 = vi * s->beta2, v2 = gi * s->one_minus_beta2, v3 = v2 * gi, vn = v1 + v3;        \
         const float mhat = mn / s->bias1, vhat = vn / s->bias2;                                          \
         const float root = (float)sqrt((double)vhat);                                                    \
         const float den = root + s->eps;                                                                 \
         const float upd = mhat / den;                                                                    \
         const float step = upd * s->lr;                                                                  \
-        po[i] = pd - step;                                                                               \
-        mo[i] = mn;                                                                                      \
-        vo[i] = vn;                                                                                      \
+        PO[i] = pd - step;                                                                               \
+        MO[i] = mn;                                                                                      \
+        VO[i] = vn;                                                                                      \
     }
 
-typedef void (*adamw_fn)(const float *restrict, const float *restrict, const float *restrict, const float *restrict,
-                         float *restrict, float *restrict, float *restrict, Py_ssize_t, const adamw_t *);
+/* Into fresh outputs, or in place (p, m and v overwritten; each entry is read before it is written): a step that
+ * owns its state writes it where it is, where three fresh arrays of the parameters' size cost a page fault every
+ * 4 KiB (10M parameters: 63 ms a step against 12.5 ms in place). */
+#define ADAMW_ARGS const float *restrict p, const float *restrict g, const float *restrict m, const float *restrict v, \
+                   float *restrict po, float *restrict mo, float *restrict vo, Py_ssize_t n, const adamw_t *s
+#define ADAMW_IN_PLACE_ARGS float *restrict p, const float *restrict g, float *restrict m, float *restrict v,         \
+                            Py_ssize_t n, const adamw_t *s
+typedef void (*adamw_fn)(ADAMW_ARGS);
+typedef void (*adamw_in_place_fn)(ADAMW_IN_PLACE_ARGS);
 
-static void adamw_baseline(const float *restrict p, const float *restrict g, const float *restrict m,
-                           const float *restrict v, float *restrict po, float *restrict mo, float *restrict vo,
-                           Py_ssize_t n, const adamw_t *s) {
-    ADAMW_BODY
-}
+static void adamw_baseline(ADAMW_ARGS) { ADAMW_BODY(po, mo, vo) }
+static void adamw_in_place_baseline(ADAMW_IN_PLACE_ARGS) { ADAMW_BODY(p, m, v) }
 #ifdef HAVE_AVX2_LOOPS
-__attribute__((target("avx2"))) static void adamw_avx2(const float *restrict p, const float *restrict g,
-                                                       const float *restrict m, const float *restrict v,
-                                                       float *restrict po, float *restrict mo, float *restrict vo,
-                                                       Py_ssize_t n, const adamw_t *s) {
-    ADAMW_BODY
-}
+__attribute__((target("avx2"))) static void adamw_avx2(ADAMW_ARGS) { ADAMW_BODY(po, mo, vo) }
+__attribute__((target("avx2"))) static void adamw_in_place_avx2(ADAMW_IN_PLACE_ARGS) { ADAMW_BODY(p, m, v) }
 #endif
 
 typedef void (*array_fn)(const float *restrict, float *restrict, Py_ssize_t, const float *restrict);
 
 static array_fn exp_array = exp_baseline, erf_array = erf_baseline, sqrt_array = sqrt_baseline;
 static adamw_fn adamw_loop = adamw_baseline;
+static adamw_in_place_fn adamw_in_place_loop = adamw_in_place_baseline;
 
 /* The AVX2 loops where `simd` is asked for and the processor has it, else the baseline (the tests run both). */
 static void choose_simd(int simd) {
@@ -220,6 +221,7 @@ static void choose_simd(int simd) {
     erf_array = erf_baseline;
     sqrt_array = sqrt_baseline;
     adamw_loop = adamw_baseline;
+    adamw_in_place_loop = adamw_in_place_baseline;
     gelu_loop = gelu_baseline;
     gelu_grad_loop = gelu_grad_baseline;
 #ifdef HAVE_AVX2_LOOPS
@@ -229,6 +231,7 @@ static void choose_simd(int simd) {
         erf_array = erf_avx2;
         sqrt_array = sqrt_avx2;
         adamw_loop = adamw_avx2;
+        adamw_in_place_loop = adamw_in_place_avx2;
         gelu_loop = gelu_avx2;
         gelu_grad_loop = gelu_grad_avx2;
     }
@@ -257,7 +260,7 @@ static PyObject *erf_(PyObject *self, PyObject *args) { return run(args, erf_arr
 static PyObject *sqrt_(PyObject *self, PyObject *args) { return run(args, sqrt_array, SQRT_CONSTS); }
 
 /* adamw(p, g, m, v, p_out, m_out, v_out, n, (lr_wd, beta1, 1 - beta1, beta2, 1 - beta2, 1 - beta1**t, 1 - beta2**t,
- * eps, lr)) */
+ * eps, lr)): the outputs distinct from the inputs, or (p, m, v) again to update in place. */
 static PyObject *adamw_(PyObject *self, PyObject *args) {
     unsigned long long p, g, m, v, po, mo, vo;
     Py_ssize_t n;
@@ -269,10 +272,19 @@ static PyObject *adamw_(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "bad length");
         return NULL;
     }
+    const int in_place = po == p && mo == m && vo == v;
+    if (!in_place && (po == p || mo == m || vo == v)) {
+        PyErr_SetString(PyExc_ValueError, "adamw: outputs are all fresh or all the inputs");
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
-    adamw_loop((const float *)(uintptr_t)p, (const float *)(uintptr_t)g, (const float *)(uintptr_t)m,
-               (const float *)(uintptr_t)v, (float *)(uintptr_t)po, (float *)(uintptr_t)mo, (float *)(uintptr_t)vo, n,
-               &s);
+    if (in_place)
+        adamw_in_place_loop((float *)(uintptr_t)p, (const float *)(uintptr_t)g, (float *)(uintptr_t)m,
+                            (float *)(uintptr_t)v, n, &s);
+    else
+        adamw_loop((const float *)(uintptr_t)p, (const float *)(uintptr_t)g, (const float *)(uintptr_t)m,
+                   (const float *)(uintptr_t)v, (float *)(uintptr_t)po, (float *)(uintptr_t)mo, (float *)(uintptr_t)vo,
+                   n, &s);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }

@@ -81,10 +81,13 @@ def fused_gelu_grad(x: Tensor, cdf: Tensor, gy: Tensor) -> Tensor | None:
     return gx
 
 
-def fused_adamw(p: Tensor, g: Tensor, m: Tensor, v: Tensor, b1t: Tensor, b2t: Tensor, cfg: Any
+def fused_adamw(p: Tensor, g: Tensor, m: Tensor, v: Tensor, b1t: Tensor, b2t: Tensor, cfg: Any, in_place: bool = False
                 ) -> tuple[Tensor, Tensor, Tensor] | None:
     """ops.adamw's update (new p, m, v) in one C pass, or None where the primitives must run instead. The scalars
-    are rounded as the primitive sequence rounds them: float32 products and differences of float32 constants."""
+    are rounded as the primitive sequence rounds them: float32 products and differences of float32 constants.
+    `in_place`: the caller owns p, m and v, and the results are written there (same bits; five times faster for
+    10M parameters than three fresh arrays, whose pages fault in) unless two of them share memory (the first
+    step's zero moments) or g does."""
     from gensyn_py.repro import primitives as P
 
     flat = (p, g, m, v)
@@ -97,6 +100,7 @@ def fused_adamw(p: Tensor, g: Tensor, m: Tensor, v: Tensor, b1t: Tensor, b2t: Te
     one, beta1, beta2 = P.const(1.0), P.const(cfg.beta1), P.const(cfg.beta2)
     scalars = (torch.mul(lr, P.const(cfg.weight_decay)), beta1, torch.sub(one, beta1), beta2, torch.sub(one, beta2),
                torch.sub(one, b1t), torch.sub(one, b2t), P.const(cfg.eps), lr)
-    po, mo, vo = torch.empty_like(p), torch.empty_like(p), torch.empty_like(p)
+    own = in_place and len({t.untyped_storage().data_ptr() for t in flat}) == len(flat)
+    po, mo, vo = (p, m, v) if own else (torch.empty_like(p), torch.empty_like(p), torch.empty_like(p))
     _c.adamw(*(t.data_ptr() for t in (*flat, po, mo, vo)), p.numel(), tuple(float(x) for x in scalars))
     return po, mo, vo

@@ -321,13 +321,15 @@ class AdamWConfig:
     weight_decay: float = 0.01
 
 
-def adamw(be: Backend, p: Arr, g: Arr, m: Arr, v: Arr, b1t: Arr, b2t: Arr, cfg: AdamWConfig) -> tuple[Arr, Arr, Arr]:
+def adamw(be: Backend, p: Arr, g: Arr, m: Arr, v: Arr, b1t: Arr, b2t: Arr, cfg: AdamWConfig,
+          in_place: bool = False) -> tuple[Arr, Arr, Arr]:
     """One AdamW step.  b1t, b2t are float32 beta1**t, beta2**t (kept as running float32 products by
     the caller: b1t_new = b1t * beta1).  Op order:
     p = p - (lr*wd)*p; m = b1*m + (1-b1)*g; v = b2*v + ((1-b2)*g)*g;
-    p = p - lr * ((m / (1 - b1t)) / (sqrt(v / (1 - b2t)) + eps)).  Returns (p, m, v)."""
+    p = p - lr * ((m / (1 - b1t)) / (sqrt(v / (1 - b2t)) + eps)).  Returns (p, m, v).
+    `in_place`: the caller owns p, m and v, which the torch backend's one-pass update may then overwrite."""
     if isinstance(be, TorchBackend):  # the same operations in one pass (fused.py)
-        done = fused_adamw(p, g, m, v, b1t, b2t, cfg)
+        done = fused_adamw(p, g, m, v, b1t, b2t, cfg, in_place)
         if done is not None:
             return done
     one = be.const(1.0, p)

@@ -73,9 +73,11 @@ def loss_of(ex: Any, prog: StepProgram, params: Mapping[str, Any], x: Any, y: An
 
 
 def train_step(
-    be: Backend, prog: StepProgram, flat: Any, opt: Mapping[str, Any], x: Any, y: Any, lr: float | Any
+    be: Backend, prog: StepProgram, flat: Any, opt: Mapping[str, Any], x: Any, y: Any, lr: float | Any,
+    in_place: bool = False,
 ) -> tuple[Any, Any, dict[str, Any]]:
-    """One step: forward, loss, backward (tape), optimizer update.  Returns (loss (1, 1), flat, opt)."""
+    """One step: forward, loss, backward (tape), optimizer update.  Returns (loss (1, 1), flat, opt).
+    `in_place`: the caller owns flat and opt's tensors, which the update may overwrite (``ops.adamw``)."""
     from gensyn_py.repro.tape import Tape
 
     tape = Tape(be)
@@ -83,7 +85,7 @@ def train_step(
     loss = loss_of(tape, prog, params, x, y)
     grads = tape.backward(loss)
     g = flat_grads(be, [grads[k] for k in prog.names])
-    flat, new_opt = update(be, prog.optimizer, flat, g, opt, lr)
+    flat, new_opt = update(be, prog.optimizer, flat, g, opt, lr, in_place)
     return loss.value, flat, new_opt
 
 
@@ -105,8 +107,8 @@ def flat_grads(be: Backend, grads: list[Any]) -> Any:
     return out
 
 
-def update(be: Backend, o: OptimizerSpec, p: Any, g: Any, opt: Mapping[str, Any], lr: float | Any
-           ) -> tuple[Any, dict[str, Any]]:
+def update(be: Backend, o: OptimizerSpec, p: Any, g: Any, opt: Mapping[str, Any], lr: float | Any,
+           in_place: bool = False) -> tuple[Any, dict[str, Any]]:
     """The optimizer update on the flat vectors (see ``repro.ops.sgd`` and ``repro.ops.adamw``).
 
     AdamW keeps step, beta1**step and beta2**step as float32 running values (step + 1, products by beta)."""
@@ -121,7 +123,7 @@ def update(be: Backend, o: OptimizerSpec, p: Any, g: Any, opt: Mapping[str, Any]
     b2t = be.mul(opt.get("beta2_power", one), be.const(o.beta2, p))
     zero = None if "exp_avg" in opt else be.zeros(tuple(p.shape), p)
     cfg = O.AdamWConfig(lr=lr, beta1=o.beta1, beta2=o.beta2, eps=o.eps, weight_decay=o.weight_decay)
-    p, m, v = O.adamw(be, p, g, opt.get("exp_avg", zero), opt.get("exp_avg_sq", zero), b1t, b2t, cfg)
+    p, m, v = O.adamw(be, p, g, opt.get("exp_avg", zero), opt.get("exp_avg_sq", zero), b1t, b2t, cfg, in_place)
     return p, {"exp_avg": m, "exp_avg_sq": v, "step": step, "beta1_power": b1t, "beta2_power": b2t}
 
 
@@ -167,10 +169,11 @@ class ReproStep:
         be, x, y = self._backend(x, y)
         try:
             with torch.no_grad(), unfilled_memory():
-                loss, flat, self.opt = train_step(be, self.prog, self.flat, self.opt, x, y, lr)
+                loss, flat, self.opt = train_step(be, self.prog, self.flat, self.opt, x, y, lr, in_place=True)
         except ValueError as e:  # a contraction beyond the exact rule's limit, a batch that does not split
             raise TrainingError(f"repro step failed: {e}") from None
-        self.flat.copy_(flat)  # the module's parameters are views of self.flat
+        if flat is not self.flat:  # not updated in place (SGD, or no C module)
+            self.flat.copy_(flat)  # the module's parameters are views of self.flat
         return float(np.float32(loss.reshape(()).item()))
 
     def _backend(self, x: torch.Tensor, y: torch.Tensor) -> tuple[Backend, torch.Tensor, torch.Tensor]:

@@ -150,3 +150,24 @@ def test_gelu_on_tensors_the_c_side_does_not_take_runs_the_primitives() -> None:
     assert fused_gelu_grad(x, x, torch.randn(6, 8)) is None  # shapes differ
     y, cdf = O.gelu_parts(TORCH, x.t())
     assert all(same_bits(a, b) for a, b in zip((y, cdf), O.gelu_parts(Primitives(), x.t()), strict=True))
+
+
+def test_fused_adamw_in_place_writes_the_same_bits_where_the_state_is() -> None:
+    """In place (a step that owns its state) the update lands in p, m and v themselves, with the bits of the fresh
+    outputs; the first step's shared zero moments are not overwritten (fresh outputs then)."""
+    from gensyn_py.repro.fused import fused_adamw
+
+    gen = torch.Generator().manual_seed(3)
+    p, g, m = (torch.randn(10_007, generator=gen) for _ in range(3))
+    v = torch.rand(10_007, generator=gen)
+    cfg = O.AdamWConfig(lr=1e-3, weight_decay=0.1)
+    b1t, b2t = torch.tensor(0.9**3, dtype=torch.float32), torch.tensor(0.999**3, dtype=torch.float32)
+    want = fused_adamw(p, g, m, v, b1t, b2t, cfg)
+    assert want is not None
+    got = fused_adamw(p, g, m, v, b1t, b2t, cfg, in_place=True)
+    assert got is not None and [t.data_ptr() for t in got] == [p.data_ptr(), m.data_ptr(), v.data_ptr()]
+    assert all(same_bits(a, b) for a, b in zip(got, want, strict=True))
+    zero = torch.zeros(10_007)
+    first = fused_adamw(p, g, zero, zero, b1t, b2t, cfg, in_place=True)
+    assert first is not None and first[1].data_ptr() != zero.data_ptr() and not zero.any()
+    assert all(same_bits(a, b) for a, b in zip(first, fused_adamw(p, g, zero, zero, b1t, b2t, cfg), strict=True))
