@@ -74,32 +74,40 @@ def loss_of(ex: Any, prog: StepProgram, params: Mapping[str, Any], x: Any, y: An
 
 def train_step(
     be: Backend, prog: StepProgram, flat: Any, opt: Mapping[str, Any], x: Any, y: Any, lr: float | Any,
-    in_place: bool = False,
+    kept: dict[str, Any] | None = None,
 ) -> tuple[Any, Any, dict[str, Any]]:
     """One step: forward, loss, backward (tape), optimizer update.  Returns (loss (1, 1), flat, opt).
-    `in_place`: the caller owns flat and opt's tensors, which the update may overwrite (``ops.adamw``)."""
+    `kept`: the caller owns flat and opt's tensors, which the update may then overwrite (``ops.adamw``), and keeps
+    this dict between its steps for buffers a step reuses (the flat gradient, which AdamW does not retain)."""
     from gensyn_py.repro.tape import Tape
 
     tape = Tape(be)
     params = {k: tape.leaf(v, requires_grad=True, name=k) for k, v in unflatten(be, prog, flat).items()}
     loss = loss_of(tape, prog, params, x, y)
     grads = tape.backward(loss)
-    g = flat_grads(be, [grads[k] for k in prog.names])
-    flat, new_opt = update(be, prog.optimizer, flat, g, opt, lr, in_place)
+    g = flat_grads(be, [grads[k] for k in prog.names], kept if prog.optimizer.name == "adamw" else None)
+    flat, new_opt = update(be, prog.optimizer, flat, g, opt, lr, kept is not None)
     return loss.value, flat, new_opt
 
 
-def flat_grads(be: Backend, grads: list[Any]) -> Any:
+def flat_grads(be: Backend, grads: list[Any], kept: dict[str, Any] | None = None) -> Any:
     """The gradients as one flat vector: the cat of their reshapes to (-1,), which every backend runs and the tracer
     records. The torch backend copies each one straight into its place instead: the same bits (data movement only),
-    one copy where reshape and cat made two (a weight's gradient is a transposed view; 33 ms of the 10M LM's step)."""
+    one copy where reshape and cat made two (a weight's gradient is a transposed view; 33 ms of the 10M LM's step).
+    Into kept["grad"] where `kept` is given (the last step's vector, which nobody holds: a fresh one of 40 MB costs
+    14 ms of page faults)."""
     import torch
 
     from gensyn_py.repro.backend import TorchBackend
 
     if not isinstance(be, TorchBackend) or len({(g.dtype, g.device) for g in grads}) != 1:
         return be.cat([be.reshape(g, (-1,)) for g in grads], 0)
-    out = torch.empty(sum(g.numel() for g in grads), dtype=grads[0].dtype, device=grads[0].device)
+    n, dtype, device = sum(g.numel() for g in grads), grads[0].dtype, grads[0].device
+    out = None if kept is None else kept.get("grad")
+    if out is None or out.numel() != n or out.dtype != dtype or out.device != device:
+        out = torch.empty(n, dtype=dtype, device=device)
+        if kept is not None:
+            kept["grad"] = out
     off = 0
     for g in grads:
         out[off:off + g.numel()].view(g.shape).copy_(g)
@@ -151,6 +159,7 @@ class ReproStep:
         for p, view in zip(model.parameters(), self.views(self.flat), strict=True):
             p.data = view
         self.opt: dict[str, torch.Tensor] = {}
+        self._kept: dict[str, Any] = {}  # buffers train_step reuses from one step to the next
         self._parallel: DataParallelBackend | None = None  # made on the first step in a process group
         self.one_process = one_process_reason(spec)
 
@@ -169,7 +178,7 @@ class ReproStep:
         be, x, y = self._backend(x, y)
         try:
             with torch.no_grad(), unfilled_memory():
-                loss, flat, self.opt = train_step(be, self.prog, self.flat, self.opt, x, y, lr, in_place=True)
+                loss, flat, self.opt = train_step(be, self.prog, self.flat, self.opt, x, y, lr, self._kept)
         except ValueError as e:  # a contraction beyond the exact rule's limit, a batch that does not split
             raise TrainingError(f"repro step failed: {e}") from None
         if flat is not self.flat:  # not updated in place (SGD, or no C module)

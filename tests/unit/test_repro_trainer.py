@@ -194,3 +194,8 @@ def test_flat_grads_copy_in_place_gives_the_cat_of_reshapes() -> None:
     assert got.is_contiguous() and torch.equal(got.view(torch.int32), want.view(torch.int32))
     ref = flat_grads(NUMPY, [g.numpy() for g in grads])
     assert np.array_equal(np.asarray(ref), want.numpy())
+    kept: dict[str, Any] = {}
+    first = flat_grads(TORCH, grads, kept)
+    again = flat_grads(TORCH, [g * 2 for g in grads], kept)
+    assert again.data_ptr() == first.data_ptr() == kept["grad"].data_ptr()  # the same buffer, step after step
+    assert torch.equal(again, want * 2)
