@@ -100,8 +100,8 @@ def _aligned(x: Tensor, by_rows: bool, groups: int) -> tuple[Tensor, Tensor, Ten
 
 
 def _large(a: Tensor, b: Tensor) -> Tensor | None:
-    """Align in C, multiply with torch's float64 BLAS (the whole K, or K-chunks summed exactly in float64 pairs),
-    round in C; the 12-bit slices of matmul.py where no few chunks are exact."""
+    """Align in C, multiply with torch's float64 BLAS (the whole K, or K-chunks summed exactly), round in C; the
+    12-bit slices of matmul.py where no few chunks are exact."""
     from gensyn_py.repro.matmul import rounded_in_chunks
 
     k = a.shape[-1]
@@ -115,29 +115,47 @@ def _large(a: Tensor, b: Tensor) -> Tensor | None:
     ends = (g,) if _c.one_gemm_exact(k, l1_a, sq_a, l1_b, sq_b) else _chunk_ends(fa, fb, k, g)
     if ends is None:
         return rounded_in_chunks(qa, qb, ua, ub, None)
-    out = torch.empty((qa.shape[0], qa.shape[1], qb.shape[2]), dtype=F32)
-    if len(ends) == 1:
-        n = torch.bmm(qa, qb)
-        _c.finish(n.data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(), *n.shape)
-        return out
-    first, part = _scratch(FIRST_SLOT, out.shape), _scratch(PART_SLOT, out.shape)
     bounds = [0, *(e * (k // g) for e in ends)]  # K-offsets: each group is k // g terms
+    batch, m, n = qa.shape[0], qa.shape[1], qb.shape[2]
+    out = torch.empty((batch, m, n), dtype=F32)
+    rows = ROW_BLOCK if batch == 1 and m * n * 8 > ROW_BLOCK_BYTES else m
+    for r in range(0, m, rows):
+        _rows_of_product(qa[:, r:r + rows], qb, ua[:, r:r + rows], ub, out[:, r:r + rows], bounds)
+    return out
+
+
+# Where one float64 product matrix would be larger than this, it is made ROW_BLOCK rows of A at a time: the chunks'
+# products and their sum are then still in the core's cache when the next pass reads them. Measured here: a
+# 1024 x 320 x 1280 product in 4 chunks 23.0 -> 16.1 ms, in 2 chunks 16.6 -> 14.9 ms, in one GEMM 14.0 -> 12.8 ms.
+ROW_BLOCK_BYTES = 2**21
+ROW_BLOCK = 128
+
+
+def _rows_of_product(qa: Tensor, qb: Tensor, ua: Tensor, ub: Tensor, out: Tensor, bounds: list[int]) -> None:
+    """out = the rule's rounding of qa @ qb, each K-chunk (bounds) one BLAS call into a kept buffer: one chunk is
+    rounded as it is, two as their exact pair sum, more summed in int64 (below 2**59) with the last added as the sum
+    is rounded. qa, ua and out may be row slices of a single product (contiguous: batch 1)."""
+    shape = out.shape
+    first = _scratch(FIRST_SLOT, shape)
 
     def chunk(i: int, into: Tensor) -> Tensor:
         return torch.bmm(qa[..., bounds[i]:bounds[i + 1]], qb[..., bounds[i]:bounds[i + 1], :], out=into)
 
     chunk(0, first)
-    if len(ends) == 2:  # N = first + part exactly: the final rounding adds them
-        _c.finish_pair(first.data_ptr(), chunk(1, part).data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(),
-                       *out.shape)
-        return out
-    acc = _scratch(SUM_SLOT, out.shape).view(torch.int64)  # the chunks' exact sum (below 2**59)
-    for i in range(1, len(ends) - 1):
+    pointers = (ua.data_ptr(), ub.data_ptr(), out.data_ptr(), *shape)
+    if len(bounds) == 2:
+        _c.finish(first.data_ptr(), *pointers)
+        return
+    part = _scratch(PART_SLOT, shape)
+    if len(bounds) == 3:  # N = first + part exactly: the final rounding adds them
+        _c.finish_pair(first.data_ptr(), chunk(1, part).data_ptr(), *pointers)
+        return
+    acc = _scratch(SUM_SLOT, shape).view(torch.int64)  # the chunks' exact sum (below 2**59)
+    chunks = len(bounds) - 1
+    for i in range(1, chunks - 1):
         _c.add_chunk(chunk(i, part).data_ptr(), acc.data_ptr(), first.data_ptr() if i == 1 else 0, acc.numel())
     # the last chunk is added as the sum is rounded: one pass over acc fewer
-    last = chunk(len(ends) - 1, part)
-    _c.finish_int(acc.data_ptr(), ua.data_ptr(), ub.data_ptr(), out.data_ptr(), *out.shape, last.data_ptr())
-    return out
+    _c.finish_int(acc.data_ptr(), *pointers, chunk(chunks - 1, part).data_ptr())
 
 
 def _chunk_ends(fa: Tensor, fb: Tensor, k: int, g: int) -> tuple[int, ...] | None:

@@ -289,3 +289,24 @@ def test_sums_read_in_place_give_the_reference_bits(simd: str, rows: int, cols: 
         ones = np.ones((cols, 1) if dim == 1 else (1, rows), np.float32)
         want = ref_matmul(x, ones) if dim == 1 else ref_matmul(ones, x)
         assert got is not None and same(got, torch.from_numpy(np.asarray(want)))
+
+
+@pytest.mark.parametrize("k", [40, 64, 128, 512])
+def test_products_made_a_block_of_rows_at_a_time_give_the_same_bits(k: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A product larger than ROW_BLOCK_BYTES is made ROW_BLOCK rows at a time (here 7, so the last block is short),
+    in one GEMM (k 40) or in 2, 3 or more (11) K-chunks: the bits of the whole product at once, the torch path's and the
+    reference's."""
+    rng = np.random.default_rng(k)
+    a, b = full_scale(rng, (45, k), True), full_scale(rng, (k, 6), k != 128)
+    x, y = torch.from_numpy(a), operand(b, True)
+    monkeypatch.setattr(NM, "SMALL_WORK", 0)
+    whole = M.repro_matmul(x, y)
+    monkeypatch.setattr(NM, "ROW_BLOCK_BYTES", 0)
+    monkeypatch.setattr(NM, "ROW_BLOCK", 7)
+    seen: list[tuple[int, ...] | None] = []
+    real = NM._chunk_ends
+    monkeypatch.setattr(NM, "_chunk_ends", lambda *args: seen.append(real(*args)) or seen[-1])
+    got = M.repro_matmul(x, y)
+    assert same(got, whole.numpy()) and same(got, torch_path(x, y, monkeypatch)) and same(got, ref_matmul(a, b))
+    chunks = len(seen[0]) if seen and seen[0] else 1
+    assert chunks == {40: 1, 64: 2, 128: 3}[k] if k < 512 else chunks > 3  # 512: summed in int64
