@@ -119,8 +119,12 @@ def _large(a: Tensor, b: Tensor) -> Tensor | None:
     batch, m, n = qa.shape[0], qa.shape[1], qb.shape[2]
     out = torch.empty((batch, m, n), dtype=F32)
     rows = ROW_BLOCK if batch == 1 and m * n * 8 > ROW_BLOCK_BYTES else m
+    chunks = len(bounds) - 1
+    shape = (batch, min(rows, m), n)
+    kept = [_scratch(slot, shape) for slot in (FIRST_SLOT, PART_SLOT, SUM_SLOT)[:min(chunks, 3)]]
     for r in range(0, m, rows):
-        _rows_of_product(qa[:, r:r + rows], qb, ua[:, r:r + rows], ub, out[:, r:r + rows], bounds)
+        block = kept if r + rows <= m else [t[:, :m - r] for t in kept]  # the last block may be shorter
+        _rows_of_product(qa[:, r:r + rows], qb, ua[:, r:r + rows], ub, out[:, r:r + rows], bounds, block)
     return out
 
 
@@ -131,12 +135,14 @@ ROW_BLOCK_BYTES = 2**21
 ROW_BLOCK = 128
 
 
-def _rows_of_product(qa: Tensor, qb: Tensor, ua: Tensor, ub: Tensor, out: Tensor, bounds: list[int]) -> None:
+def _rows_of_product(qa: Tensor, qb: Tensor, ua: Tensor, ub: Tensor, out: Tensor, bounds: list[int],
+                     kept: list[Tensor]) -> None:
     """out = the rule's rounding of qa @ qb, each K-chunk (bounds) one BLAS call into a kept buffer: one chunk is
     rounded as it is, two as their exact pair sum, more summed in int64 (below 2**59) with the last added as the sum
-    is rounded. qa, ua and out may be row slices of a single product (contiguous: batch 1)."""
+    is rounded. qa, ua and out may be row slices of a single product (contiguous: batch 1); kept: float64 buffers of
+    out's shape, one per chunk up to three."""
     shape = out.shape
-    first = _scratch(FIRST_SLOT, shape)
+    first = kept[0]
 
     def chunk(i: int, into: Tensor) -> Tensor:
         return torch.bmm(qa[..., bounds[i]:bounds[i + 1]], qb[..., bounds[i]:bounds[i + 1], :], out=into)
@@ -146,11 +152,11 @@ def _rows_of_product(qa: Tensor, qb: Tensor, ua: Tensor, ub: Tensor, out: Tensor
     if len(bounds) == 2:
         _c.finish(first.data_ptr(), *pointers)
         return
-    part = _scratch(PART_SLOT, shape)
+    part = kept[1]
     if len(bounds) == 3:  # N = first + part exactly: the final rounding adds them
         _c.finish_pair(first.data_ptr(), chunk(1, part).data_ptr(), *pointers)
         return
-    acc = _scratch(SUM_SLOT, shape).view(torch.int64)  # the chunks' exact sum (below 2**59)
+    acc = kept[2].view(torch.int64)  # the chunks' exact sum (below 2**59)
     chunks = len(bounds) - 1
     for i in range(1, chunks - 1):
         _c.add_chunk(chunk(i, part).data_ptr(), acc.data_ptr(), first.data_ptr() if i == 1 else 0, acc.numel())
