@@ -61,7 +61,11 @@ static inline double pow2(int e) {
  * integers, units the block units. Returns 1 when an entry is not finite (then q is incomplete).
  * align_columns: blocks are the columns of the row-major k x n float32 x (scratch: 6 * n doubles).
  * Both are built twice, as the GEMM loop is: for AVX2 and for any x86-64 (the conversions and norms run on vectors
- * either way). */
+ * either way).
+ * A row is converted in one vector loop over the whole row; its groups' sums of squares are then read from q while
+ * the row is still in the core's first cache (a vector loop per group took 4x as long where groups are 5 or 20
+ * entries: K = 320 or 1280). Columns were tried in strips of 256 (the exponent pass and the conversion reading x from
+ * the second-level cache): slower here than two passes over whole rows. */
 #define ALIGN_FUNCS(SUFFIX, ATTR) \
 ATTR static int align_rows##SUFFIX(const uint32_t *x, Py_ssize_t r, Py_ssize_t k, double *q, double *units, stats_t *st) {      \
     double l1_top = 0.0, sq_top = 0.0;                                                                                          \
@@ -77,17 +81,27 @@ ATTR static int align_rows##SUFFIX(const uint32_t *x, Py_ssize_t r, Py_ssize_t k
         const double c = 1.5 * pow2(top - 98), inv = pow2(150 - top);                                                           \
         const float *xf = (const float *)row;                                                                                   \
         double *qrow = q + i * k, l1 = 0.0, sq = 0.0;                                                                           \
-        for (Py_ssize_t grp = 0; grp < g; ++grp) {                                                                              \
-            double gsq = 0.0;                                                                                                   \
-_Pragma("omp simd reduction(+ : l1, gsq)")                                                                                         \
-            for (Py_ssize_t p = grp * len; p < (grp + 1) * len; ++p) {                                                          \
-                double v = (((double)xf[p] + c) - c) * inv;                                                                     \
-                qrow[p] = v;                                                                                                    \
-                l1 += fabs(v);                                                                                           \
-                gsq += v * v;                                                                                                   \
+_Pragma("omp simd reduction(+ : l1)")                                                                                          \
+        for (Py_ssize_t p = 0; p < k; ++p) {                                                                                    \
+            double v = (((double)xf[p] + c) - c) * inv;                                                                         \
+            qrow[p] = v;                                                                                                        \
+            l1 += fabs(v);                                                                                                      \
+        }                                                                                                                       \
+        if (len >= 16) {                                                                                                        \
+            for (Py_ssize_t grp = 0; grp < g; ++grp) {                                                                          \
+                double gsq = 0.0;                                                                                               \
+_Pragma("omp simd reduction(+ : gsq)")                                                                                         \
+                for (Py_ssize_t p = grp * len; p < (grp + 1) * len; ++p) gsq += qrow[p] * qrow[p];                              \
+                if (st->groups) st->groups[i * g + grp] = gsq;                                                                  \
+                sq += gsq;                                                                                                      \
             }                                                                                                                   \
-            if (st->groups) st->groups[i * g + grp] = gsq;                                                                      \
-            sq += gsq;                                                                                                          \
+        } else {                                                                                                                \
+            for (Py_ssize_t grp = 0; grp < g; ++grp) {                                                                          \
+                double gsq = 0.0;                                                                                               \
+                for (Py_ssize_t p = grp * len; p < (grp + 1) * len; ++p) gsq += qrow[p] * qrow[p];                              \
+                if (st->groups) st->groups[i * g + grp] = gsq;                                                                  \
+                sq += gsq;                                                                                                      \
+            }                                                                                                                   \
         }                                                                                                                       \
         units[i] = pow2(top - 150);                                                                                             \
         l1_top = l1 > l1_top ? l1 : l1_top;                                                                                     \
@@ -149,6 +163,56 @@ ATTR static int align_columns##SUFFIX(const uint32_t *x, Py_ssize_t k, Py_ssize_
     st->sq = sq_top;                                                                                                            \
     return 0;                                                                                                                   \
 }                                                                                                                               \
+
+/* sum_rows: out[i] = the sum rule over row i of the row-major r x k float32 x; sum_columns: over each column of the
+ * row-major k x n x (scratch: 3 * n doubles). Returns 1 when an entry is not finite (then out is incomplete).
+ * Two reads of x and no aligned copy: each entry rounded to a multiple of its block unit u (as align does) is added
+ * as it is, not as an integer times u; the sum is the same number, exact in float64 (at most 2**14 terms of at most
+ * 2**24 u each: a multiple of u below 2**38 u, and u >= 2**-149), so one float32 conversion rounds it once. */
+#define SUM_FUNCS(SUFFIX, ATTR) \
+ATTR static int sum_rows##SUFFIX(const uint32_t *x, Py_ssize_t r, Py_ssize_t k, float *out) {                               \
+    for (Py_ssize_t i = 0; i < r; ++i) {                                                                                    \
+        const uint32_t *row = x + i * k;                                                                                    \
+        int top = 1;                                                                                                        \
+        for (Py_ssize_t p = 0; p < k; ++p) {                                                                                \
+            int e = field_of(row[p]);                                                                                       \
+            top = e > top ? e : top;                                                                                        \
+        }                                                                                                                   \
+        if (top == 0xFF) return 1;                                                                                          \
+        const double c = 1.5 * pow2(top - 98);                                                                              \
+        const float *xf = (const float *)row;                                                                               \
+        double total = 0.0;                                                                                                 \
+_Pragma("omp simd reduction(+ : total)")                                                                                     \
+        for (Py_ssize_t p = 0; p < k; ++p) total += ((double)xf[p] + c) - c;                                                \
+        out[i] = (float)(total + 0.0); /* + 0.0: a zero sum is +0 */                                                        \
+    }                                                                                                                       \
+    return 0;                                                                                                               \
+}                                                                                                                           \
+                                                                                                                            \
+ATTR static int sum_columns##SUFFIX(const uint32_t *x, Py_ssize_t k, Py_ssize_t n, float *out, double *scratch) {          \
+    double *c = scratch, *total = scratch + n;                                                                              \
+    int *top = (int *)(void *)(scratch + 2 * n), any = 1;                                                                   \
+    for (Py_ssize_t j = 0; j < n; ++j) top[j] = 1;                                                                          \
+    for (Py_ssize_t p = 0; p < k; ++p) {                                                                                    \
+        const uint32_t *row = x + p * n;                                                                                    \
+        for (Py_ssize_t j = 0; j < n; ++j) {                                                                                \
+            int e = field_of(row[j]);                                                                                       \
+            top[j] = e > top[j] ? e : top[j];                                                                               \
+        }                                                                                                                   \
+    }                                                                                                                       \
+    for (Py_ssize_t j = 0; j < n; ++j) any = top[j] > any ? top[j] : any;                                                   \
+    if (any == 0xFF) return 1;                                                                                              \
+    for (Py_ssize_t j = 0; j < n; ++j) {                                                                                    \
+        c[j] = 1.5 * pow2(top[j] - 98);                                                                                     \
+        total[j] = 0.0;                                                                                                     \
+    }                                                                                                                       \
+    for (Py_ssize_t p = 0; p < k; ++p) {                                                                                    \
+        const float *xf = (const float *)(x + p * n);                                                                       \
+        for (Py_ssize_t j = 0; j < n; ++j) total[j] += ((double)xf[j] + c[j]) - c[j];                                       \
+    }                                                                                                                       \
+    for (Py_ssize_t j = 0; j < n; ++j) out[j] = (float)(total[j] + 0.0);                                                    \
+    return 0;                                                                                                               \
+}
 
 /* sum_rows: out[i] = the sum rule over row i of the row-major r x k float32 x; sum_columns: over each column of the
  * row-major k x n x (scratch: 3 * n doubles). Returns 1 when an entry is not finite (then out is incomplete).

@@ -310,3 +310,24 @@ def test_products_made_a_block_of_rows_at_a_time_give_the_same_bits(k: int, monk
     assert same(got, whole.numpy()) and same(got, torch_path(x, y, monkeypatch)) and same(got, ref_matmul(a, b))
     chunks = len(seen[0]) if seen and seen[0] else 1
     assert chunks == {40: 1, 64: 2, 128: 3}[k] if k < 512 else chunks > 3  # 512: summed in int64
+
+
+@pytest.mark.parametrize("k", [64, 320, 1280])
+def test_alignment_statistics_are_the_exact_sums_within_their_margin(k: int, simd: str) -> None:
+    """The aligned integers, and each block's sums of squares over the 64 groups of K (groups of 1, 5 and 20
+    entries), by rows and by columns, on every loop: the integers exact, the sums of squares within a relative
+    2**-39 of the exact ones (the margin the chunk choice keeps), the largest L1 norm exact."""
+    rng = np.random.default_rng(k)
+    x = scaled(rng, (1, 9, k), 6, 0, 0.1)
+    columns = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 2, 1)))
+    for by_rows, t in ((True, torch.from_numpy(x)), (False, columns)):
+        q, _, squares, special, l1, _ = NM._aligned(t, by_rows, 64)
+        assert not special
+        ints = np.asarray(q[0] if by_rows else q[0].T, dtype=np.float64)  # (blocks, K)
+        assert np.array_equal(ints, np.round(ints)) and np.abs(ints).max() <= 2**24
+        exact = [[sum(int(v) ** 2 for v in row[g * (k // 64):(g + 1) * (k // 64)]) for g in range(64)] for row in ints]
+        got = squares.numpy()
+        for block, sums in enumerate(exact):
+            for group, want in enumerate(sums):
+                assert abs(got[block, group] - want) <= want * 2.0**-39
+        assert l1 == max(sum(abs(int(v)) for v in row) for row in ints)
