@@ -1,4 +1,4 @@
-/* repro's exp, log, erf, sqrt, GELU (forward and backward) and the AdamW update on CPU, each one call over a float32 array (gensyn_py/repro/fused.py is the Python face).
+/* repro's exp, log, erf, sqrt, GELU and LayerNorm (forward and backward) and the AdamW update on CPU, each one call over a float32 array (gensyn_py/repro/fused.py is the Python face).
  *
  * ops.exp, ops.log and ops.erf define these functions as fixed sequences of IEEE float32 primitives (forty to
  * seventy torch kernels each, a few microseconds of dispatch apiece). This file runs the same sequence element by element in C: every
@@ -13,6 +13,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "_sum_rule.h" /* the sum rule over a row, for LayerNorm's means */
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -168,6 +170,70 @@ __attribute__((target("avx2"))) static void gelu_grad_avx2(GELU_GRAD_ARGS) { GEL
 static gelu_fn gelu_loop = gelu_baseline;
 static gelu_grad_fn gelu_grad_loop = gelu_grad_baseline;
 
+/* ops.layer_norm_parts and the input gradient of ops.layer_norm_grad over the rows of a row-major r x d float32 x
+ * (w, b: d entries), with the row sums of the sum rule (_sum_rule.h) and every other step one float32 operation in
+ * the op sequence's order; the root as primitives.sqrt. Where a row sum meets a value that is not finite, the call
+ * returns 1 and the caller runs the primitives (which implement the rule's NaN and inf cases). `tmp`: d floats.
+ * Forward: n = d, mu = sum(x) / n, dv = x - mu, var = sum(dv * dv) / n, s = sqrt(var + eps), xhat = dv / s,
+ * y = xhat * w + b. Backward: gh = gy * w, m1 = sum(gh) / n, m2 = sum(gh * xhat) / n, gx = ((gh - m1) - xhat * m2) / s.
+ * The gradients of w and b sum over rows, which a data-parallel group splits: the caller keeps those. */
+#define LN_FORWARD_ARGS const float *restrict x, const float *restrict w, const float *restrict b, float eps,         \
+                        Py_ssize_t r, Py_ssize_t d, float *restrict y, float *restrict xhat, float *restrict s,       \
+                        float *restrict tmp
+#define LN_BACKWARD_ARGS const float *restrict xhat, const float *restrict s, const float *restrict w,                \
+                         const float *restrict gy, Py_ssize_t r, Py_ssize_t d, float *restrict gx, float *restrict tmp
+#define LN_FUNCS(SUFFIX, ATTR)                                                                           \
+    ATTR static int ln_forward##SUFFIX(LN_FORWARD_ARGS) {                                               \
+        const float n = (float)d;                                                                        \
+        for (Py_ssize_t i = 0; i < r; ++i) {                                                             \
+            const float *xr = x + i * d;                                                                 \
+            float *xh = xhat + i * d, *yr = y + i * d, total, sq;                                        \
+            if (sum_rule_row(xr, d, &total)) return 1;                                                   \
+            const float mu = total / n;                                                                  \
+            for (Py_ssize_t j = 0; j < d; ++j) {                                                         \
+                const float dv = xr[j] - mu;                                                             \
+                xh[j] = dv;                                                                              \
+                tmp[j] = dv * dv;                                                                        \
+            }                                                                                            \
+            if (sum_rule_row(tmp, d, &sq)) return 1;                                                     \
+            const float var = sq / n, v = var + eps, root = (float)sqrt((double)v);                      \
+            s[i] = root;                                                                                 \
+            for (Py_ssize_t j = 0; j < d; ++j) {                                                         \
+                const float h = xh[j] / root, hw = h * w[j];                                             \
+                xh[j] = h;                                                                               \
+                yr[j] = hw + b[j];                                                                       \
+            }                                                                                            \
+        }                                                                                                \
+        return 0;                                                                                        \
+    }                                                                                                    \
+    ATTR static int ln_backward##SUFFIX(LN_BACKWARD_ARGS) {                                             \
+        const float n = (float)d;                                                                        \
+        for (Py_ssize_t i = 0; i < r; ++i) {                                                             \
+            const float *xh = xhat + i * d, *g = gy + i * d;                                             \
+            float *out = gx + i * d, s1, s2;                                                             \
+            for (Py_ssize_t j = 0; j < d; ++j) {                                                         \
+                const float gh = g[j] * w[j];                                                            \
+                out[j] = gh;                                                                             \
+                tmp[j] = gh * xh[j];                                                                     \
+            }                                                                                            \
+            if (sum_rule_row(out, d, &s1) || sum_rule_row(tmp, d, &s2)) return 1;                        \
+            const float m1 = s1 / n, m2 = s2 / n, si = s[i];                                             \
+            for (Py_ssize_t j = 0; j < d; ++j) {                                                         \
+                const float a = out[j] - m1, xm = xh[j] * m2, c = a - xm;                                \
+                out[j] = c / si;                                                                         \
+            }                                                                                            \
+        }                                                                                                \
+        return 0;                                                                                        \
+    }
+typedef int (*ln_forward_fn)(LN_FORWARD_ARGS);
+typedef int (*ln_backward_fn)(LN_BACKWARD_ARGS);
+LN_FUNCS(_baseline, )
+#ifdef HAVE_AVX2_LOOPS
+LN_FUNCS(_avx2, __attribute__((target("avx2"))))
+#endif
+static ln_forward_fn ln_forward_loop = ln_forward_baseline;
+static ln_backward_fn ln_backward_loop = ln_backward_baseline;
+
 /* ops.adamw's elementwise update over n contiguous float32 entries, the scalars already rounded to float32 as the
  * primitive sequence rounds them (lr * wd, 1 - beta1, 1 - beta2, 1 - beta1**t, 1 - beta2**t): the same operations
  * in the same order, the root as primitives.sqrt. The outputs are three fresh arrays, or p, m and v themselves. */
@@ -224,6 +290,8 @@ static void choose_simd(int simd) {
     adamw_in_place_loop = adamw_in_place_baseline;
     gelu_loop = gelu_baseline;
     gelu_grad_loop = gelu_grad_baseline;
+    ln_forward_loop = ln_forward_baseline;
+    ln_backward_loop = ln_backward_baseline;
 #ifdef HAVE_AVX2_LOOPS
     __builtin_cpu_init();
     if (simd && __builtin_cpu_supports("avx2")) {
@@ -234,6 +302,8 @@ static void choose_simd(int simd) {
         adamw_in_place_loop = adamw_in_place_avx2;
         gelu_loop = gelu_avx2;
         gelu_grad_loop = gelu_grad_avx2;
+        ln_forward_loop = ln_forward_avx2;
+        ln_backward_loop = ln_backward_avx2;
     }
 #else
     (void)simd;
@@ -321,6 +391,49 @@ static PyObject *gelu_grad_(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* layer_norm(x, w, b, eps, rows, d, y, xhat, s) -> not finite: ops.layer_norm_parts over the rows (y, xhat: r x d;
+ * s: r). */
+static PyObject *layer_norm_(PyObject *self, PyObject *args) {
+    unsigned long long x, w, b, y, xhat, s;
+    float eps;
+    Py_ssize_t r, d;
+    if (!PyArg_ParseTuple(args, "KKKfnnKKK", &x, &w, &b, &eps, &r, &d, &y, &xhat, &s)) return NULL;
+    if (r < 0 || d < 1) {
+        PyErr_SetString(PyExc_ValueError, "bad sizes");
+        return NULL;
+    }
+    float *tmp = PyMem_RawMalloc(sizeof(float) * (size_t)d);
+    if (tmp == NULL) return PyErr_NoMemory();
+    int special;
+    Py_BEGIN_ALLOW_THREADS
+    special = ln_forward_loop((const float *)(uintptr_t)x, (const float *)(uintptr_t)w, (const float *)(uintptr_t)b,
+                              eps, r, d, (float *)(uintptr_t)y, (float *)(uintptr_t)xhat, (float *)(uintptr_t)s, tmp);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(tmp);
+    return PyBool_FromLong(special);
+}
+
+/* layer_norm_grad(xhat, s, w, gy, rows, d, gx) -> not finite: the input gradient of ops.layer_norm_grad. */
+static PyObject *layer_norm_grad_(PyObject *self, PyObject *args) {
+    unsigned long long xhat, s, w, gy, gx;
+    Py_ssize_t r, d;
+    if (!PyArg_ParseTuple(args, "KKKKnnK", &xhat, &s, &w, &gy, &r, &d, &gx)) return NULL;
+    if (r < 0 || d < 1) {
+        PyErr_SetString(PyExc_ValueError, "bad sizes");
+        return NULL;
+    }
+    float *tmp = PyMem_RawMalloc(sizeof(float) * (size_t)d);
+    if (tmp == NULL) return PyErr_NoMemory();
+    int special;
+    Py_BEGIN_ALLOW_THREADS
+    special = ln_backward_loop((const float *)(uintptr_t)xhat, (const float *)(uintptr_t)s,
+                               (const float *)(uintptr_t)w, (const float *)(uintptr_t)gy, r, d,
+                               (float *)(uintptr_t)gx, tmp);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(tmp);
+    return PyBool_FromLong(special);
+}
+
 static PyObject *use_simd(PyObject *self, PyObject *args) {
     int on;
     if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
@@ -336,6 +449,8 @@ static PyMethodDef METHODS[] = {
     {"sqrt", sqrt_, METH_VARARGS, "sqrt(x, y, n, consts, 0): primitives.sqrt over n contiguous float32 values."},
     {"gelu", gelu_, METH_VARARGS, "gelu(x, y, cdf, n, consts, count): ops.gelu_parts (y and cdf) in one pass."},
     {"gelu_grad", gelu_grad_, METH_VARARGS, "gelu_grad(x, cdf, gy, gx, n, consts, count): ops.gelu_grad in one pass."},
+    {"layer_norm", layer_norm_, METH_VARARGS, "ops.layer_norm_parts over rows in one pass: True where not finite."},
+    {"layer_norm_grad", layer_norm_grad_, METH_VARARGS, "ops.layer_norm_grad's input gradient: True where not finite."},
     {"use_simd", use_simd, METH_VARARGS, "Take the AVX2 loops where there are (True) or the baselines."},
     {NULL, NULL, 0, NULL},
 };

@@ -34,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_sum_rule.h" /* field_of, pow2 and the sum rule over a row */
+
 /* A block's statistics for the choice of an exact summation (see one_gemm_exact): the largest L1 norm of a block's
  * integers (exact in float64: below 2**38) and the largest sum of their squares (float64, within a relative
  * 2**-39 of the exact sum, summed in any order: the caller's bound keeps a margin for it). Where `groups` is set,
@@ -45,17 +47,6 @@ typedef struct {
     Py_ssize_t g;
 } stats_t;
 
-static inline int field_of(uint32_t bits) { return (int)((bits >> 23) & 0xFF); }
-
-/* c = 1.5 * 2**52 * u for the block unit u = 2**(top - 150): fl(x + c) - c is x rounded to a multiple of u, ties
- * to even (|x| < 2**24 u puts x + c in [2**52 u, 2**53 u), where the float64 spacing is u, and c / u is even);
- * times 1 / u = 2**(150 - top) it is the aligned integer. */
-static inline double pow2(int e) {
-    uint64_t bits = (uint64_t)(e + 1023) << 52;
-    double d;
-    memcpy(&d, &bits, sizeof d);
-    return d;
-}
 
 /* align_rows: blocks are the rows of the row-major r x k float32 x: q (row-major, float64) gets the aligned
  * integers, units the block units. Returns 1 when an entry is not finite (then q is incomplete).
@@ -164,28 +155,14 @@ ATTR static int align_columns##SUFFIX(const uint32_t *x, Py_ssize_t k, Py_ssize_
     return 0;                                                                                                                   \
 }                                                                                                                               \
 
-/* sum_rows: out[i] = the sum rule over row i of the row-major r x k float32 x; sum_columns: over each column of the
- * row-major k x n x (scratch: 3 * n doubles). Returns 1 when an entry is not finite (then out is incomplete).
- * Two reads of x and no aligned copy: each entry rounded to a multiple of its block unit u (as align does) is added
- * as it is, not as an integer times u; the sum is the same number, exact in float64 (at most 2**14 terms of at most
- * 2**24 u each: a multiple of u below 2**38 u, and u >= 2**-149), so one float32 conversion rounds it once. */
+/* sum_rows: out[i] = the sum rule over row i of the row-major r x k float32 x (_sum_rule.h); sum_columns: over each
+ * column of the row-major k x n x (scratch: 3 * n doubles), the same way: a pass for each column's exponent, then
+ * one that adds each entry rounded to its column's unit. Returns 1 when an entry is not finite (then out is
+ * incomplete). Two reads of x and no aligned copy. */
 #define SUM_FUNCS(SUFFIX, ATTR) \
 ATTR static int sum_rows##SUFFIX(const uint32_t *x, Py_ssize_t r, Py_ssize_t k, float *out) {                               \
-    for (Py_ssize_t i = 0; i < r; ++i) {                                                                                    \
-        const uint32_t *row = x + i * k;                                                                                    \
-        int top = 1;                                                                                                        \
-        for (Py_ssize_t p = 0; p < k; ++p) {                                                                                \
-            int e = field_of(row[p]);                                                                                       \
-            top = e > top ? e : top;                                                                                        \
-        }                                                                                                                   \
-        if (top == 0xFF) return 1;                                                                                          \
-        const double c = 1.5 * pow2(top - 98);                                                                              \
-        const float *xf = (const float *)row;                                                                               \
-        double total = 0.0;                                                                                                 \
-_Pragma("omp simd reduction(+ : total)")                                                                                     \
-        for (Py_ssize_t p = 0; p < k; ++p) total += ((double)xf[p] + c) - c;                                                \
-        out[i] = (float)(total + 0.0); /* + 0.0: a zero sum is +0 */                                                        \
-    }                                                                                                                       \
+    for (Py_ssize_t i = 0; i < r; ++i)                                                                                      \
+        if (sum_rule_row((const float *)(x + i * k), k, out + i)) return 1;                                                 \
     return 0;                                                                                                               \
 }                                                                                                                           \
                                                                                                                             \

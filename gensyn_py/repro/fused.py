@@ -8,8 +8,9 @@ of one call instead of forty to seventy kernels. Without the module (no C compil
 that is not a contiguous float32 CPU one, this returns None and the caller runs the primitives.
 
 The primitive sqrt too: one pass instead of three (to float64, root, back), the same correctly rounded result; and
-``ops.adamw``'s update, one pass over the parameters instead of about fifteen kernels; and GELU forward and backward,
-the float32 steps around erf and exp in the same pass.
+``ops.adamw``'s update, one pass over the parameters instead of about fifteen kernels; GELU forward and backward, the
+float32 steps around erf and exp in the same pass; LayerNorm's forward and its input gradient, with the sum rule's row
+sums in C (``_sum_rule.h``).
 """
 
 from __future__ import annotations
@@ -79,6 +80,41 @@ def fused_gelu_grad(x: Tensor, cdf: Tensor, gy: Tensor) -> Tensor | None:
     k = _constants("gelu_grad")
     _c.gelu_grad(x.data_ptr(), cdf.data_ptr(), gy.data_ptr(), gx.data_ptr(), x.numel(), k.data_ptr(), k.numel())
     return gx
+
+
+def _rows_of(x: Tensor, *per_entry: Tensor) -> bool:
+    """x a contiguous 2-D float32 CPU tensor whose rows the sum rule takes (at most MAX_K entries), and each of
+    per_entry a contiguous (1, columns) float32 CPU one."""
+    from gensyn_py.repro.opset import MAX_K
+
+    return (_c is not None and x.dim() == 2 and 0 < x.shape[1] <= MAX_K and _contiguous_f32(x)
+            and all(_contiguous_f32(t) and tuple(t.shape) == (1, x.shape[1]) for t in per_entry))
+
+
+def fused_layer_norm(x: Tensor, w: Tensor, b: Tensor, eps: float) -> tuple[Tensor, Tensor, Tensor] | None:
+    """ops.layer_norm_parts (y, xhat, s) in one C pass over the rows, or None where the primitives must run instead
+    (a value that is not finite, or a layout the C side does not take)."""
+    if not _rows_of(x, w, b):
+        return None
+    from gensyn_py.repro import primitives as P
+
+    y, xhat = torch.empty_like(x), torch.empty_like(x)
+    s = torch.empty((x.shape[0], 1), dtype=torch.float32)
+    special = _c.layer_norm(x.data_ptr(), w.data_ptr(), b.data_ptr(), float(P.const(eps)), *x.shape, y.data_ptr(),
+                            xhat.data_ptr(), s.data_ptr())
+    return None if special else (y, xhat, s)
+
+
+def fused_layer_norm_grad_input(xhat: Tensor, s: Tensor, w: Tensor, gy: Tensor) -> Tensor | None:
+    """The input gradient of ops.layer_norm_grad in one C pass over the rows, or None where the primitives must run
+    instead."""
+    if not _rows_of(xhat, w) or not _contiguous_f32(gy, xhat) or not (_contiguous_f32(s)
+                                                                       and tuple(s.shape) == (xhat.shape[0], 1)):
+        return None
+    gx = torch.empty_like(xhat)
+    special = _c.layer_norm_grad(xhat.data_ptr(), s.data_ptr(), w.data_ptr(), gy.data_ptr(), *xhat.shape,
+                                 gx.data_ptr())
+    return None if special else gx
 
 
 def fused_adamw(p: Tensor, g: Tensor, m: Tensor, v: Tensor, b1t: Tensor, b2t: Tensor, cfg: Any, in_place: bool = False

@@ -171,3 +171,57 @@ def test_fused_adamw_in_place_writes_the_same_bits_where_the_state_is() -> None:
     first = fused_adamw(p, g, zero, zero, b1t, b2t, cfg, in_place=True)
     assert first is not None and first[1].data_ptr() != zero.data_ptr() and not zero.any()
     assert all(same_bits(a, b) for a, b in zip(first, fused_adamw(p, g, zero, zero, b1t, b2t, cfg), strict=True))
+
+
+def _ln_inputs(seed: int, rows: int, d: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Activations over many binades (zeros, subnormals and an all-equal row among them), affine weights and a
+    gradient."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((rows, d)) * 2.0 ** rng.integers(-20, 20, (rows, 1))).astype(np.float32)
+    x[0] = 0.0
+    x[1] = 3.5
+    x[2, ::3] = np.float32(1e-41)
+    w = rng.standard_normal((1, d)).astype(np.float32)
+    b = rng.standard_normal((1, d)).astype(np.float32)
+    gy = (rng.standard_normal((rows, d)) * 2.0 ** rng.integers(-10, 10, (rows, 1))).astype(np.float32)
+    return tuple(torch.from_numpy(a) for a in (x, w, b, gy))  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("d", [1, 7, 320])
+def test_fused_layer_norm_equals_the_primitive_sequences(simd: bool, d: int) -> None:
+    """LayerNorm's forward (y, xhat, s) and its gradients in one C pass each (the row sums by the sum rule): the
+    primitive sequences' bits and the NumPy reference's; gw and gb stay the backend's sums over rows."""
+    from gensyn_py.repro.fused import fused_layer_norm, fused_layer_norm_grad_input
+
+    x, w, b, gy = _ln_inputs(d, 41, d)
+    got = fused_layer_norm(x, w, b, 1e-5)
+    assert got is not None
+    want = O.layer_norm_parts(Primitives(), x, w, b)
+    assert all(same_bits(a, c) for a, c in zip(got, want, strict=True))
+    ref = O.layer_norm_parts(NUMPY, x.numpy(), w.numpy(), b.numpy())
+    assert all(same_bits(a, torch.from_numpy(np.asarray(c))) for a, c in zip(got, ref, strict=True))
+    _, xhat, s = got
+    gx = fused_layer_norm_grad_input(xhat, s, w, gy)
+    assert gx is not None
+    grads = O.layer_norm_grad(TORCH, xhat, s, w, gy)
+    assert same_bits(grads[0], gx)
+    assert all(same_bits(a, c) for a, c in zip(grads, O.layer_norm_grad(Primitives(), xhat, s, w, gy), strict=True))
+    rgrads = O.layer_norm_grad(NUMPY, xhat.numpy(), s.numpy(), w.numpy(), gy.numpy())
+    assert all(same_bits(a, torch.from_numpy(np.asarray(c))) for a, c in zip(grads, rgrads, strict=True))
+
+
+def test_layer_norm_rows_that_are_not_finite_run_the_primitives() -> None:
+    """A row holding NaN or inf: the C pass declines (None) and the primitive sequence, which implements the rule's
+    cases, gives the result; the torch backend's answer is that one."""
+    from gensyn_py.repro.fused import fused_layer_norm, fused_layer_norm_grad_input
+
+    x, w, b, gy = _ln_inputs(3, 6, 8)
+    x[4, 2] = float("inf")
+    x[5, 0] = float("nan")
+    assert fused_layer_norm(x, w, b, 1e-5) is None
+    assert all(same_bits(a, c) for a, c in zip(O.layer_norm_parts(TORCH, x, w, b),
+                                               O.layer_norm_parts(Primitives(), x, w, b), strict=True))
+    _, xhat, s = O.layer_norm_parts(TORCH, torch.randn(6, 8), w, b)
+    gy[1, 1] = float("nan")
+    assert fused_layer_norm_grad_input(xhat, s, w, gy) is None
+    assert fused_layer_norm(x.t().contiguous().t(), w, b, 1e-5) is None  # not contiguous
