@@ -1,4 +1,4 @@
-/* repro's exp, log, erf, sqrt, GELU and LayerNorm (forward and backward) and the AdamW update on CPU, each one call over a float32 array (gensyn_py/repro/fused.py is the Python face).
+/* repro's exp, log, erf, sqrt, GELU, LayerNorm and masked softmax (forward and backward) and the AdamW update on CPU, each one call over a float32 array (gensyn_py/repro/fused.py is the Python face).
  *
  * ops.exp, ops.log and ops.erf define these functions as fixed sequences of IEEE float32 primitives (forty to
  * seventy torch kernels each, a few microseconds of dispatch apiece). This file runs the same sequence element by element in C: every
@@ -225,6 +225,55 @@ static gelu_grad_fn gelu_grad_loop = gelu_grad_baseline;
         }                                                                                                \
         return 0;                                                                                        \
     }
+/* ops.masked_softmax and ops.softmax_grad over rows of length t: row i of x (rows x t) takes row i % tq of the
+ * tq x t mask (uint8: 1 keeps the entry). m = rowmax(where(mask, x, -inf)) + 0, e = where(mask, exp(x - m), +0)
+ * (exp as ops.exp: `k`, its constants), p = e / sum(e) by the sum rule; gx = p * (gp - sum(gp * p)). A kept entry
+ * that is not finite, or a row with none kept, returns 1: the caller runs the primitives. */
+#define SOFTMAX_ARGS const float *restrict x, const uint8_t *restrict mask, Py_ssize_t rows, Py_ssize_t tq,           \
+                     Py_ssize_t t, float *restrict p, const float *restrict k
+#define SOFTMAX_GRAD_ARGS const float *restrict p, const float *restrict gp, Py_ssize_t rows, Py_ssize_t t,           \
+                          float *restrict gx, float *restrict tmp
+#define SOFTMAX_FUNCS(SUFFIX, ATTR)                                                                      \
+    ATTR static int masked_softmax##SUFFIX(SOFTMAX_ARGS) {                                              \
+        for (Py_ssize_t i = 0; i < rows; ++i) {                                                          \
+            const float *xr = x + i * t;                                                                 \
+            const uint8_t *keep = mask + (i % tq) * t;                                                   \
+            float *pr = p + i * t, m = -INFINITY, total;                                                 \
+            for (Py_ssize_t j = 0; j < t; ++j) {                                                         \
+                if (!keep[j]) continue;                                                                  \
+                if (!isfinite(xr[j])) return 1;                                                          \
+                m = xr[j] > m ? xr[j] : m;                                                               \
+            }                                                                                            \
+            if (m == -INFINITY) return 1;                                                                \
+            m = m + 0.0f;                                                                                \
+            for (Py_ssize_t j = 0; j < t; ++j) pr[j] = keep[j] ? exp1(xr[j] - m, k) : 0.0f;              \
+            if (sum_rule_row(pr, t, &total)) return 1;                                                   \
+            for (Py_ssize_t j = 0; j < t; ++j) pr[j] = pr[j] / total;                                    \
+        }                                                                                                \
+        return 0;                                                                                        \
+    }                                                                                                    \
+    ATTR static int softmax_grad##SUFFIX(SOFTMAX_GRAD_ARGS) {                                           \
+        for (Py_ssize_t i = 0; i < rows; ++i) {                                                          \
+            const float *pr = p + i * t, *g = gp + i * t;                                                \
+            float *out = gx + i * t, dot;                                                                \
+            for (Py_ssize_t j = 0; j < t; ++j) tmp[j] = g[j] * pr[j];                                    \
+            if (sum_rule_row(tmp, t, &dot)) return 1;                                                    \
+            for (Py_ssize_t j = 0; j < t; ++j) {                                                         \
+                const float diff = g[j] - dot;                                                           \
+                out[j] = pr[j] * diff;                                                                   \
+            }                                                                                            \
+        }                                                                                                \
+        return 0;                                                                                        \
+    }
+typedef int (*masked_softmax_fn)(SOFTMAX_ARGS);
+typedef int (*softmax_grad_fn)(SOFTMAX_GRAD_ARGS);
+SOFTMAX_FUNCS(_baseline, )
+#ifdef HAVE_AVX2_LOOPS
+SOFTMAX_FUNCS(_avx2, __attribute__((target("avx2"))))
+#endif
+static masked_softmax_fn masked_softmax_loop = masked_softmax_baseline;
+static softmax_grad_fn softmax_grad_loop = softmax_grad_baseline;
+
 typedef int (*ln_forward_fn)(LN_FORWARD_ARGS);
 typedef int (*ln_backward_fn)(LN_BACKWARD_ARGS);
 LN_FUNCS(_baseline, )
@@ -292,6 +341,8 @@ static void choose_simd(int simd) {
     gelu_grad_loop = gelu_grad_baseline;
     ln_forward_loop = ln_forward_baseline;
     ln_backward_loop = ln_backward_baseline;
+    masked_softmax_loop = masked_softmax_baseline;
+    softmax_grad_loop = softmax_grad_baseline;
 #ifdef HAVE_AVX2_LOOPS
     __builtin_cpu_init();
     if (simd && __builtin_cpu_supports("avx2")) {
@@ -304,6 +355,8 @@ static void choose_simd(int simd) {
         gelu_grad_loop = gelu_grad_avx2;
         ln_forward_loop = ln_forward_avx2;
         ln_backward_loop = ln_backward_avx2;
+        masked_softmax_loop = masked_softmax_avx2;
+        softmax_grad_loop = softmax_grad_avx2;
     }
 #else
     (void)simd;
@@ -434,6 +487,43 @@ static PyObject *layer_norm_grad_(PyObject *self, PyObject *args) {
     return PyBool_FromLong(special);
 }
 
+/* masked_softmax(x, mask, rows, tq, t, p, consts, count) -> not finite */
+static PyObject *masked_softmax_(PyObject *self, PyObject *args) {
+    unsigned long long x, mask, p, k;
+    Py_ssize_t rows, tq, t, k_len;
+    if (!PyArg_ParseTuple(args, "KKnnnKKn", &x, &mask, &rows, &tq, &t, &p, &k, &k_len)) return NULL;
+    if (rows < 0 || tq < 1 || t < 1 || k_len != EXP_CONSTS) {
+        PyErr_SetString(PyExc_ValueError, "bad sizes or constant count");
+        return NULL;
+    }
+    int special;
+    Py_BEGIN_ALLOW_THREADS
+    special = masked_softmax_loop((const float *)(uintptr_t)x, (const uint8_t *)(uintptr_t)mask, rows, tq, t,
+                                  (float *)(uintptr_t)p, (const float *)(uintptr_t)k);
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(special);
+}
+
+/* softmax_grad(p, gp, rows, t, gx) -> not finite */
+static PyObject *softmax_grad_(PyObject *self, PyObject *args) {
+    unsigned long long p, gp, gx;
+    Py_ssize_t rows, t;
+    if (!PyArg_ParseTuple(args, "KKnnK", &p, &gp, &rows, &t, &gx)) return NULL;
+    if (rows < 0 || t < 1) {
+        PyErr_SetString(PyExc_ValueError, "bad sizes");
+        return NULL;
+    }
+    float *tmp = PyMem_RawMalloc(sizeof(float) * (size_t)t);
+    if (tmp == NULL) return PyErr_NoMemory();
+    int special;
+    Py_BEGIN_ALLOW_THREADS
+    special = softmax_grad_loop((const float *)(uintptr_t)p, (const float *)(uintptr_t)gp, rows, t,
+                                (float *)(uintptr_t)gx, tmp);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(tmp);
+    return PyBool_FromLong(special);
+}
+
 static PyObject *use_simd(PyObject *self, PyObject *args) {
     int on;
     if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
@@ -451,6 +541,8 @@ static PyMethodDef METHODS[] = {
     {"gelu_grad", gelu_grad_, METH_VARARGS, "gelu_grad(x, cdf, gy, gx, n, consts, count): ops.gelu_grad in one pass."},
     {"layer_norm", layer_norm_, METH_VARARGS, "ops.layer_norm_parts over rows in one pass: True where not finite."},
     {"layer_norm_grad", layer_norm_grad_, METH_VARARGS, "ops.layer_norm_grad's input gradient: True where not finite."},
+    {"masked_softmax", masked_softmax_, METH_VARARGS, "ops.masked_softmax over rows: True where not finite."},
+    {"softmax_grad", softmax_grad_, METH_VARARGS, "ops.softmax_grad over rows: True where not finite."},
     {"use_simd", use_simd, METH_VARARGS, "Take the AVX2 loops where there are (True) or the baselines."},
     {NULL, NULL, 0, NULL},
 };

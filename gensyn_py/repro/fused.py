@@ -9,8 +9,8 @@ that is not a contiguous float32 CPU one, this returns None and the caller runs 
 
 The primitive sqrt too: one pass instead of three (to float64, root, back), the same correctly rounded result; and
 ``ops.adamw``'s update, one pass over the parameters instead of about fifteen kernels; GELU forward and backward, the
-float32 steps around erf and exp in the same pass; LayerNorm's forward and its input gradient, with the sum rule's row
-sums in C (``_sum_rule.h``).
+float32 steps around erf and exp in the same pass; LayerNorm's forward and its input gradient, and the causal softmax
+and its gradient, with the sum rule's row sums in C (``_sum_rule.h``).
 """
 
 from __future__ import annotations
@@ -114,6 +114,34 @@ def fused_layer_norm_grad_input(xhat: Tensor, s: Tensor, w: Tensor, gy: Tensor) 
     gx = torch.empty_like(xhat)
     special = _c.layer_norm_grad(xhat.data_ptr(), s.data_ptr(), w.data_ptr(), gy.data_ptr(), *xhat.shape,
                                  gx.data_ptr())
+    return None if special else gx
+
+
+def fused_masked_softmax(x: Tensor, mask: Tensor) -> Tensor | None:
+    """ops.masked_softmax of x (..., Tq, T) under the boolean mask (Tq, T) in one C pass over rows, or None where the
+    primitives must run instead."""
+    from gensyn_py.repro.opset import MAX_K
+
+    if (_c is None or x.dim() < 2 or mask.dtype != torch.bool or tuple(mask.shape) != tuple(x.shape[-2:])
+            or not mask.is_cpu or not mask.is_contiguous() or not _contiguous_f32(x) or x.shape[-1] > MAX_K):
+        return None
+    p = torch.empty_like(x)
+    k = _constants("exp")
+    t = x.shape[-1]
+    special = _c.masked_softmax(x.data_ptr(), mask.data_ptr(), x.numel() // t, mask.shape[0], t, p.data_ptr(),
+                                k.data_ptr(), k.numel())
+    return None if special else p
+
+
+def fused_softmax_grad(p: Tensor, gp: Tensor) -> Tensor | None:
+    """ops.softmax_grad in one C pass over rows (p and gp of one shape), or None where the primitives must run."""
+    from gensyn_py.repro.opset import MAX_K
+
+    if _c is None or p.dim() < 1 or not _contiguous_f32(p, gp) or not 0 < p.shape[-1] <= MAX_K:
+        return None
+    gx = torch.empty_like(p)
+    t = p.shape[-1]
+    special = _c.softmax_grad(p.data_ptr(), gp.data_ptr(), p.numel() // t, t, gx.data_ptr())
     return None if special else gx
 
 

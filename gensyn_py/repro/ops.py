@@ -21,6 +21,8 @@ from gensyn_py.repro.fused import (
     fused_gelu_grad,
     fused_layer_norm,
     fused_layer_norm_grad_input,
+    fused_masked_softmax,
+    fused_softmax_grad,
 )
 
 __all__ = ["TORCH", "Arr", "Backend", "TorchBackend"]
@@ -176,6 +178,9 @@ def masked_softmax(be: Backend, x: Arr, mask: Arr) -> Arr:
     """Softmax along the last dim over the entries where mask (broadcast) is True; the others get +0.
     m = rowmax(where(mask, x, -inf)), e = where(mask, exp(x - m), +0), p = e / sum(e).  Every row needs
     one True entry.  Any shape: the sum runs on the 2-D (rows, last dim) view."""
+    done = fused_masked_softmax(x, mask) if isinstance(be, TorchBackend) else None  # row sums only
+    if done is not None:
+        return done
     m = be.rowmax(be.where(mask, x, be.const(-math.inf, x)))
     e = be.where(mask, exp(be, be.sub(x, m)), be.const(0.0, x))
     n = x.shape[-1]
@@ -185,6 +190,9 @@ def masked_softmax(be: Backend, x: Arr, mask: Arr) -> Arr:
 
 def softmax_grad(be: Backend, p: Arr, gp: Arr) -> Arr:
     """Backward of p = softmax(x) along the last dim: gx = p * (gp - sum(gp * p, last dim))."""
+    done = fused_softmax_grad(p, gp) if isinstance(be, TorchBackend) else None  # row sums only
+    if done is not None:
+        return done
     n = p.shape[-1]
     dot = be.reshape(be.sum(be.reshape(be.mul(gp, p), (-1, n)), 1), (*p.shape[:-1], 1))
     return be.mul(p, be.sub(gp, dot))

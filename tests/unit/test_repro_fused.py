@@ -225,3 +225,47 @@ def test_layer_norm_rows_that_are_not_finite_run_the_primitives() -> None:
     gy[1, 1] = float("nan")
     assert fused_layer_norm_grad_input(xhat, s, w, gy) is None
     assert fused_layer_norm(x.t().contiguous().t(), w, b, 1e-5) is None  # not contiguous
+
+
+@pytest.mark.parametrize("t", [1, 5, 128])
+def test_fused_causal_softmax_and_its_gradient_equal_the_primitive_sequences(simd: bool, t: int) -> None:
+    """The causal softmax over (batch, heads, T, T) scores and its gradient in one C pass over rows each: the
+    primitive sequences' bits (the torch backend takes the C pass) and the NumPy reference's."""
+    from gensyn_py.repro.fused import fused_masked_softmax, fused_softmax_grad
+
+    rng = np.random.default_rng(t)
+    x = torch.from_numpy((rng.standard_normal((2, 3, t, t)) * 2.0 ** rng.integers(-12, 6, (2, 3, t, 1)))
+                         .astype(np.float32))
+    x[0, 0, -1] = 0.0  # a row of zeros (a +0 and -0 maximum alike)
+    x[0, 1, -1, 0] = -0.0
+    gp = torch.from_numpy(rng.standard_normal((2, 3, t, t)).astype(np.float32))
+    mask = TORCH.index_map("causal", (t,), x)
+    p = fused_masked_softmax(x, mask)
+    assert p is not None
+    assert same_bits(p, O.masked_softmax(Primitives(), x, mask))
+    assert same_bits(O.masked_softmax(TORCH, x, mask), p)
+    ref = O.masked_softmax(NUMPY, x.numpy(), NUMPY.index_map("causal", (t,), x.numpy()))
+    assert same_bits(p, torch.from_numpy(np.asarray(ref)))
+    gx = fused_softmax_grad(p, gp)
+    assert gx is not None and same_bits(gx, O.softmax_grad(Primitives(), p, gp))
+    assert same_bits(O.softmax_grad(TORCH, p, gp), gx)
+    assert same_bits(gx, torch.from_numpy(np.asarray(O.softmax_grad(NUMPY, p.numpy(), gp.numpy()))))
+
+
+def test_a_softmax_row_the_c_pass_cannot_take_runs_the_primitives() -> None:
+    """A kept score that is not finite, or a mask of another shape: the C pass declines and the primitives answer;
+    a masked-out infinity changes nothing."""
+    from gensyn_py.repro.fused import fused_masked_softmax, fused_softmax_grad
+
+    x = torch.randn(2, 4, 4)
+    mask = TORCH.index_map("causal", (4,), x)
+    x[0, 0, 3] = float("inf")  # masked out (key 3 > query 0)
+    p = fused_masked_softmax(x, mask)
+    assert p is not None and same_bits(p, O.masked_softmax(Primitives(), x, mask))
+    x[1, 2, 1] = float("nan")  # kept
+    assert fused_masked_softmax(x, mask) is None
+    assert same_bits(O.masked_softmax(TORCH, x, mask), O.masked_softmax(Primitives(), x, mask))
+    assert fused_masked_softmax(x, torch.ones(4, 3, dtype=torch.bool)) is None
+    gp = torch.randn(2, 4, 4)
+    gp[0, 0, 0] = float("inf")
+    assert fused_softmax_grad(p, gp) is None
