@@ -53,8 +53,9 @@ def measure(threads: int = 1, size: int = 256, seconds: float = 0.3, price_per_u
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        a = torch.randn(size, size, device=device)
-        b = torch.randn(size, size, device=device)
+        own = torch.Generator(device=device).manual_seed(0)  # not the process's generator (train/global_rng.py)
+        a = torch.randn(size, size, device=device, generator=own)
+        b = torch.randn(size, size, device=device, generator=own)
         torch.matmul(a, b)  # warm-up
         runs = 0
         start = time.perf_counter()

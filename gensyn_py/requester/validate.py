@@ -57,6 +57,7 @@ def check_model_fits(spec: JobSpec, ds: Dataset) -> None:
     import numpy as np
     import torch
 
+    from gensyn_py.train.global_rng import seeded
     from gensyn_py.train.models import build_model, graph_facts, task_of
 
     model_name = f"{spec.model.family}{dict(spec.model.sizes)}" if spec.model.onnx is None \
@@ -69,8 +70,7 @@ def check_model_fits(spec: JobSpec, ds: Dataset) -> None:
         _check_range(model_name, task, graph_facts(spec).outputs, ds)
         return
     try:
-        with torch.random.fork_rng(devices=[]), torch.no_grad():
-            torch.manual_seed(0)
+        with seeded(0), torch.no_grad():
             model = build_model(spec.model.family, spec.model.sizes)
             out = model(torch.from_numpy(np.ascontiguousarray(ds.x[:2])))
     except Exception as exc:  # any shape or dtype error torch raises

@@ -281,9 +281,11 @@ def evaluate(model: dict[str, Any], held_out: Any) -> float:
     import torch
 
     from gensyn_py.train.data import to_tensors
+    from gensyn_py.train.global_rng import GLOBAL_RNG
     from gensyn_py.train.models import build_model
 
-    net = build_model("mlp", {"hidden": 64})
+    with GLOBAL_RNG:  # its init draws, overwritten below: not amid another thread's seeded init
+        net = build_model("mlp", {"hidden": 64})
     net.load_state_dict(model)
     x, y = to_tensors(held_out, np.arange(held_out.num_examples), "cpu")
     with torch.no_grad():

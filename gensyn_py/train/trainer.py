@@ -35,12 +35,10 @@ CheckpointCallback = Callable[[int, "Trainer"], None]  # (step, trainer)
 def init_weights(spec: JobSpec) -> dict[str, torch.Tensor]:
     """The round-0 global model: the registry's init under a generator seeded by the job seed, or an ONNX
     model's own initial weights."""
-    import torch
-
+    from gensyn_py.train.global_rng import seeded
     from gensyn_py.train.models import build_for
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(spec.seed)
+    with seeded(spec.seed):  # no other thread's draws in between (global_rng.py)
         model = build_for(spec)
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
@@ -63,6 +61,7 @@ class Trainer:
 
         from gensyn_py.train.allocator import keep_freed_memory
         from gensyn_py.train.determinism import configure_exact, pick_device
+        from gensyn_py.train.global_rng import GLOBAL_RNG
         from gensyn_py.train.models import build_for
 
         if not 0 <= round_ < spec.rounds:
@@ -79,7 +78,8 @@ class Trainer:
         self._data: tuple[torch.Tensor, torch.Tensor] | None = None
         self._ahead: dict[int, torch.Tensor] = {}  # batch indices derived ahead, by step
         self.generator = torch.Generator().manual_seed(_unit_seed(spec.seed, round_, shard))
-        self.model = build_for(spec, repro=spec.mode == "repro")
+        with GLOBAL_RNG:  # the build draws from torch's default generator: not while another thread seeds it
+            self.model = build_for(spec, repro=spec.mode == "repro")
         start = dict(global_weights) if global_weights is not None else init_weights(spec)
         # A carried inner optimizer state (`aggregation.inner_state = carry`) comes as optim/* entries.
         optim = {k: start.pop(k) for k in [k for k in start if k.startswith("optim/")]}
