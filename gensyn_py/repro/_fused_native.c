@@ -239,14 +239,22 @@ static gelu_grad_fn gelu_grad_loop = gelu_grad_baseline;
             const float *xr = x + i * t;                                                                 \
             const uint8_t *keep = mask + (i % tq) * t;                                                   \
             float *pr = p + i * t, m = -INFINITY, total;                                                 \
+            Py_ssize_t lo = t, hi = 0; /* the kept entries lie in [lo, hi): a causal row's first q + 1 */       \
             for (Py_ssize_t j = 0; j < t; ++j) {                                                         \
                 if (!keep[j]) continue;                                                                  \
                 if (!isfinite(xr[j])) return 1;                                                          \
                 m = xr[j] > m ? xr[j] : m;                                                               \
+                lo = j < lo ? j : lo;                                                                    \
+                hi = j + 1;                                                                              \
             }                                                                                            \
             if (m == -INFINITY) return 1;                                                                \
             m = m + 0.0f;                                                                                \
-            for (Py_ssize_t j = 0; j < t; ++j) pr[j] = keep[j] ? exp1(xr[j] - m, k) : 0.0f;              \
+            for (Py_ssize_t j = 0; j < lo; ++j) pr[j] = 0.0f;                                            \
+            for (Py_ssize_t j = lo; j < hi; ++j) { /* branch-free, so on vectors: masked-out lanes dropped */   \
+                const float e = exp1(xr[j] - m, k);                                                      \
+                pr[j] = keep[j] ? e : 0.0f;                                                              \
+            }                                                                                            \
+            for (Py_ssize_t j = hi; j < t; ++j) pr[j] = 0.0f;                                            \
             if (sum_rule_row(pr, t, &total)) return 1;                                                   \
             for (Py_ssize_t j = 0; j < t; ++j) pr[j] = pr[j] / total;                                    \
         }                                                                                                \

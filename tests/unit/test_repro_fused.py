@@ -269,3 +269,17 @@ def test_a_softmax_row_the_c_pass_cannot_take_runs_the_primitives() -> None:
     gp = torch.randn(2, 4, 4)
     gp[0, 0, 0] = float("inf")
     assert fused_softmax_grad(p, gp) is None
+
+
+def test_fused_softmax_under_a_mask_with_holes_equals_the_primitives(simd: bool) -> None:
+    """A mask that is not causal (kept entries scattered, each row keeping at least one): the C pass's bits are the
+    primitive sequence's, masked-out entries +0."""
+    from gensyn_py.repro.fused import fused_masked_softmax
+
+    rng = np.random.default_rng(9)
+    mask = torch.from_numpy(rng.random((16, 16)) < 0.3)
+    mask[torch.arange(16), torch.from_numpy(rng.integers(0, 16, 16))] = True
+    x = torch.from_numpy(rng.standard_normal((3, 16, 16)).astype(np.float32) * 4)
+    p = fused_masked_softmax(x, mask)
+    assert p is not None and same_bits(p, O.masked_softmax(Primitives(), x, mask))
+    assert bool((p[:, ~mask] == 0).all())
