@@ -71,14 +71,24 @@ class _CheckpointWriter:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="gensyn-checkpoint") if overlap else None
         self._pending: deque[Future[None]] = deque()
         self._failed = False
+        self._spare: deque[Mapping[str, torch.Tensor]] = deque(maxlen=1)  # a written snapshot, handed back
 
-    def submit(self, index: int, step: int, state: Mapping[str, torch.Tensor]) -> None:
-        """Queue checkpoint `index` (at `step`); raises here if an earlier checkpoint failed."""
+    def spare(self) -> Mapping[str, torch.Tensor] | None:
+        """A snapshot already written and read by nobody since, for the next one's copies (`Trainer.state_dict`'s
+        `into`), or None. Each is handed out once."""
+        try:
+            return self._spare.popleft()
+        except IndexError:
+            return None
+
+    def submit(self, index: int, step: int, state: Mapping[str, torch.Tensor], reuse: bool = False) -> None:
+        """Queue checkpoint `index` (at `step`); raises here if an earlier checkpoint failed. `reuse`: nobody else
+        holds `state`, so once written it may be handed back (`spare`)."""
         while len(self._pending) >= MAX_PENDING_CHECKPOINTS:
             self._pending.popleft().result()  # re-raises the writer's exception on this thread
         # `state` is a snapshot (Trainer.state_dict copies every tensor), so the writer thread encodes it too:
         # serialising a 100M-parameter state takes seconds, which training no longer waits for.
-        self._queue(partial(self._write, index, step, state))
+        self._queue(partial(self._write, index, step, state, reuse))
 
     def after_stored(self, fn: Callable[[], None]) -> None:
         """Run `fn` once every checkpoint queued so far is stored: queued behind them on the writer thread (whose
@@ -103,7 +113,7 @@ class _CheckpointWriter:
             self._failed = True
             raise
 
-    def _write(self, index: int, step: int, state: Mapping[str, torch.Tensor]) -> None:
+    def _write(self, index: int, step: int, state: Mapping[str, torch.Tensor], reuse: bool = False) -> None:
         data = encode_state(state)
         rec = self._rec
         if len(rec.cids) != index:
@@ -113,6 +123,8 @@ class _CheckpointWriter:
         rec.cids.append(cid)
         if self._record_path is not None:
             UnitRecord(list(rec.cids), list(rec.hashes), rec.losses[:step]).save(self._record_path)
+        if reuse:  # encoded, stored and hashed: its tensors can take a later snapshot's copies
+            self._spare.append(state)
 
     def _hash(self, data: bytes, state: Mapping[str, torch.Tensor]) -> bytes:
         """The state hash of `data`, the encoding of `state`. With the C Merkle module, here, from the snapshot's
@@ -217,10 +229,10 @@ def commit_segments(
             index = step // k
             if index < have:
                 return  # resumed: this checkpoint is already recorded
-            state = t.state_dict()
-            if state_hook is not None:
-                state = state_hook(index, state)
-            writer.submit(index, step, state)
+            if state_hook is None:  # the snapshot is ours alone: an older written one takes its copies
+                writer.submit(index, step, t.state_dict(into=writer.spare()), reuse=True)
+            else:
+                writer.submit(index, step, state_hook(index, t.state_dict()))
             if on_partial is not None and partial_every > 0 and len(carried) < index < n \
                     and (index - len(carried)) % partial_every == 0:
                 # The partial names stored checkpoints only: it is built and published behind them on the writer

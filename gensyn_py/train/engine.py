@@ -24,8 +24,9 @@ class StepEngine(Protocol):
         """Take one step on the batch (x, y) at learning rate `lr`; return the loss as a float32 value."""
         ...
 
-    def optim_state(self) -> dict[str, torch.Tensor]:
-        """``optim/<param>/<key>`` entries, CPU float32 (none before the first step)."""
+    def optim_state(self, into: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+        """``optim/<param>/<key>`` entries, CPU float32 copies (none before the first step), into `into`'s tensors
+        where they fit (an older snapshot nobody reads any more: `train/snapshot.py`)."""
         ...
 
     def load_optim_state(self, entries: Mapping[str, torch.Tensor]) -> None:

@@ -65,16 +65,18 @@ class ExactStep:
         self.optimizer.step()
         return float(np.float32(loss.detach().float().cpu().item()))
 
-    def optim_state(self) -> dict[str, torch.Tensor]:
+    def optim_state(self, into: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
         import torch
+
+        from gensyn_py.train.snapshot import copied
 
         state: dict[str, torch.Tensor] = {}
         for name, p in self.model.named_parameters():
             for key, value in self.optimizer.state.get(p, {}).items():
                 if isinstance(value, torch.Tensor):
                     # a copy: the optimizer updates its state in place, and a checkpoint is encoded later
-                    state[f"optim/{name}/{key}"] = value.detach().to("cpu", torch.float32, copy=True).reshape(
-                        value.shape).contiguous()
+                    entry = f"optim/{name}/{key}"
+                    state[entry] = copied(value, entry, into)
         return state
 
     def load_optim_state(self, entries: Mapping[str, torch.Tensor]) -> None:

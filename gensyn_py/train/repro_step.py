@@ -204,16 +204,18 @@ class ReproStep:
             raise TrainingError(f"repro step failed: {e}") from None
         return cast("Backend", self._parallel), x[lo:hi], y[lo:hi]
 
-    def optim_state(self) -> dict[str, torch.Tensor]:
-        """optim/<param>/<key> entries, like torch's optimizers (none before the first step)."""
-        import torch
+    def optim_state(self, into: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+        """optim/<param>/<key> entries, like torch's optimizers (none before the first step); copies, into `into`'s
+        tensors where they fit (`train/snapshot.py`)."""
+        from gensyn_py.train.snapshot import copied
 
         state: dict[str, torch.Tensor] = {}
         for key, value in sorted(self.opt.items()):
             flat = value.dim() == 1
             parts = self.views(value) if flat else [value] * len(self.prog.names)
             for name, part in zip(self.prog.names, parts, strict=True):
-                state[f"optim/{name}/{key}"] = part.detach().to("cpu", torch.float32).clone()
+                entry = f"optim/{name}/{key}"
+                state[entry] = copied(part, entry, into)
         return state
 
     def load_optim_state(self, entries: Mapping[str, torch.Tensor]) -> None:

@@ -166,15 +166,19 @@ class Trainer:
 
     # ---- state --------------------------------------------------------------------------
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
+    def state_dict(self, into: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
         """Flat, CPU, float32 state: model/*, optim/<param>/<key>, rng (uint8), cursor (int64). Every tensor is a
-        copy: on CPU a plain ``to`` would return the live parameter, which the next step changes in place."""
+        copy: on CPU a plain ``to`` would return the live parameter, which the next step changes in place. `into`:
+        an older snapshot nobody reads any more, whose float32 tensors take the copies where they fit
+        (`train/snapshot.py`)."""
         import torch
+
+        from gensyn_py.train.snapshot import copied
 
         state: dict[str, torch.Tensor] = {}
         for name, t in self.model.state_dict().items():
-            state[f"model/{name}"] = t.detach().to("cpu", torch.float32, copy=True).contiguous()
-        state.update(self.engine.optim_state())
+            state[f"model/{name}"] = copied(t, f"model/{name}", into)
+        state.update(self.engine.optim_state(into))
         state["rng"] = self.generator.get_state().clone()
         state["cursor"] = torch.tensor([self.round, self.shard, self.step], dtype=torch.int64)
         return state

@@ -135,3 +135,30 @@ def test_training_failure_still_records_every_checkpoint_taken(tmp_path: Path) -
     with pytest.raises(RuntimeError, match="solver crashed"):
         commit_segments(Trainer(spec, ds, 0, 0, "cpu"), store_at(tmp_path), JOB, on_step=die, record=record)
     assert len(record.cids) == 3 and len(record.losses) == 5  # checkpoints at steps 0, 2, 4
+
+
+@pytest.mark.parametrize(("family", "mode"), [("mlp", "exact"), ("transformer", "repro")])
+def test_snapshots_reuse_written_ones_and_commit_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          family: str, mode: str) -> None:
+    """A checkpoint's snapshot copies into the tensors of one the writer has finished with (no fresh memory to fault
+    in), and the unit commits what fresh snapshots commit: a state hook, which may hold its snapshots, gets fresh
+    ones and turns the reuse off."""
+    handed: list[bool] = []
+    real = unit._CheckpointWriter.spare
+
+    def watched(self: unit._CheckpointWriter) -> Mapping[str, torch.Tensor] | None:
+        out = real(self)
+        handed.append(out is not None)
+        return out
+
+    monkeypatch.setattr(unit._CheckpointWriter, "spare", watched)
+    spec, ds = tiny_spec(family, mode=mode), dataset_for(family)
+    reused = commit_segments(Trainer(spec, ds, 0, 0, "cpu"), store_at(tmp_path / "a"), JOB, overlap=False)
+    assert handed and handed[0] is False and all(handed[1:])  # inline: each written snapshot serves the next
+    handed.clear()
+    fresh = commit_segments(Trainer(spec, ds, 0, 0, "cpu"), store_at(tmp_path / "b"), JOB,
+                            state_hook=lambda index, state: state)
+    assert handed == []
+    assert reused.manifest == fresh.manifest and reused.checkpoint_root == fresh.checkpoint_root
+    overlapped = commit_segments(Trainer(spec, ds, 0, 0, "cpu"), store_at(tmp_path / "c"), JOB)
+    assert overlapped.manifest == fresh.manifest
