@@ -173,15 +173,15 @@ static gelu_grad_fn gelu_grad_loop = gelu_grad_baseline;
 /* ops.layer_norm_parts and the input gradient of ops.layer_norm_grad over the rows of a row-major r x d float32 x
  * (w, b: d entries), with the row sums of the sum rule (_sum_rule.h) and every other step one float32 operation in
  * the op sequence's order; the root as primitives.sqrt. Where a row sum meets a value that is not finite, the call
- * returns 1 and the caller runs the primitives (which implement the rule's NaN and inf cases). `tmp`: d floats.
+ * returns 1 and the caller runs the primitives (which implement the rule's NaN and inf cases). A row's output is
+ * the scratch of its sums until it is written.
  * Forward: n = d, mu = sum(x) / n, dv = x - mu, var = sum(dv * dv) / n, s = sqrt(var + eps), xhat = dv / s,
  * y = xhat * w + b. Backward: gh = gy * w, m1 = sum(gh) / n, m2 = sum(gh * xhat) / n, gx = ((gh - m1) - xhat * m2) / s.
  * The gradients of w and b sum over rows, which a data-parallel group splits: the caller keeps those. */
 #define LN_FORWARD_ARGS const float *restrict x, const float *restrict w, const float *restrict b, float eps,         \
-                        Py_ssize_t r, Py_ssize_t d, float *restrict y, float *restrict xhat, float *restrict s,       \
-                        float *restrict tmp
+                        Py_ssize_t r, Py_ssize_t d, float *restrict y, float *restrict xhat, float *restrict s
 #define LN_BACKWARD_ARGS const float *restrict xhat, const float *restrict s, const float *restrict w,                \
-                         const float *restrict gy, Py_ssize_t r, Py_ssize_t d, float *restrict gx, float *restrict tmp
+                         const float *restrict gy, Py_ssize_t r, Py_ssize_t d, float *restrict gx
 #define LN_FUNCS(SUFFIX, ATTR)                                                                           \
     ATTR static int ln_forward##SUFFIX(LN_FORWARD_ARGS) {                                               \
         const float n = (float)d;                                                                        \
@@ -193,9 +193,9 @@ static gelu_grad_fn gelu_grad_loop = gelu_grad_baseline;
             for (Py_ssize_t j = 0; j < d; ++j) {                                                         \
                 const float dv = xr[j] - mu;                                                             \
                 xh[j] = dv;                                                                              \
-                tmp[j] = dv * dv;                                                                        \
+                yr[j] = dv * dv;                                                                         \
             }                                                                                            \
-            if (sum_rule_row(tmp, d, &sq)) return 1;                                                     \
+            if (sum_rule_row(yr, d, &sq)) return 1;                                                      \
             const float var = sq / n, v = var + eps, root = (float)sqrt((double)v);                      \
             s[i] = root;                                                                                 \
             for (Py_ssize_t j = 0; j < d; ++j) {                                                         \
@@ -211,20 +211,27 @@ static gelu_grad_fn gelu_grad_loop = gelu_grad_baseline;
         for (Py_ssize_t i = 0; i < r; ++i) {                                                             \
             const float *xh = xhat + i * d, *g = gy + i * d;                                             \
             float *out = gx + i * d, s1, s2;                                                             \
-            for (Py_ssize_t j = 0; j < d; ++j) {                                                         \
-                const float gh = g[j] * w[j];                                                            \
-                out[j] = gh;                                                                             \
-                tmp[j] = gh * xh[j];                                                                     \
-            }                                                                                            \
-            if (sum_rule_row(out, d, &s1) || sum_rule_row(tmp, d, &s2)) return 1;                        \
+            for (Py_ssize_t j = 0; j < d; ++j) out[j] = g[j] * w[j]; /* gh, recomputed below */          \
+            if (sum_rule_row(out, d, &s1)) return 1;                                                     \
+            for (Py_ssize_t j = 0; j < d; ++j) out[j] = (g[j] * w[j]) * xh[j];                           \
+            if (sum_rule_row(out, d, &s2)) return 1;                                                     \
             const float m1 = s1 / n, m2 = s2 / n, si = s[i];                                             \
             for (Py_ssize_t j = 0; j < d; ++j) {                                                         \
-                const float a = out[j] - m1, xm = xh[j] * m2, c = a - xm;                                \
+                const float a = g[j] * w[j] - m1, xm = xh[j] * m2, c = a - xm;                           \
                 out[j] = c / si;                                                                         \
             }                                                                                            \
         }                                                                                                \
         return 0;                                                                                        \
     }
+typedef int (*ln_forward_fn)(LN_FORWARD_ARGS);
+typedef int (*ln_backward_fn)(LN_BACKWARD_ARGS);
+LN_FUNCS(_baseline, )
+#ifdef HAVE_AVX2_LOOPS
+LN_FUNCS(_avx2, __attribute__((target("avx2"))))
+#endif
+static ln_forward_fn ln_forward_loop = ln_forward_baseline;
+static ln_backward_fn ln_backward_loop = ln_backward_baseline;
+
 /* ops.masked_softmax and ops.softmax_grad over rows of length t: row i of x (rows x t) takes row i % tq of the
  * tq x t mask (uint8: 1 keeps the entry). m = rowmax(where(mask, x, -inf)) + 0, e = where(mask, exp(x - m), +0)
  * (exp as ops.exp: `k`, its constants), p = e / sum(e) by the sum rule; gx = p * (gp - sum(gp * p)). A kept entry
@@ -232,7 +239,7 @@ static gelu_grad_fn gelu_grad_loop = gelu_grad_baseline;
 #define SOFTMAX_ARGS const float *restrict x, const uint8_t *restrict mask, Py_ssize_t rows, Py_ssize_t tq,           \
                      Py_ssize_t t, float *restrict p, const float *restrict k
 #define SOFTMAX_GRAD_ARGS const float *restrict p, const float *restrict gp, Py_ssize_t rows, Py_ssize_t t,           \
-                          float *restrict gx, float *restrict tmp
+                          float *restrict gx
 #define SOFTMAX_FUNCS(SUFFIX, ATTR)                                                                      \
     ATTR static int masked_softmax##SUFFIX(SOFTMAX_ARGS) {                                              \
         for (Py_ssize_t i = 0; i < rows; ++i) {                                                          \
@@ -264,8 +271,8 @@ static gelu_grad_fn gelu_grad_loop = gelu_grad_baseline;
         for (Py_ssize_t i = 0; i < rows; ++i) {                                                          \
             const float *pr = p + i * t, *g = gp + i * t;                                                \
             float *out = gx + i * t, dot;                                                                \
-            for (Py_ssize_t j = 0; j < t; ++j) tmp[j] = g[j] * pr[j];                                    \
-            if (sum_rule_row(tmp, t, &dot)) return 1;                                                    \
+            for (Py_ssize_t j = 0; j < t; ++j) out[j] = g[j] * pr[j]; /* the row's scratch until written */ \
+            if (sum_rule_row(out, t, &dot)) return 1;                                                    \
             for (Py_ssize_t j = 0; j < t; ++j) {                                                         \
                 const float diff = g[j] - dot;                                                           \
                 out[j] = pr[j] * diff;                                                                   \
@@ -281,15 +288,6 @@ SOFTMAX_FUNCS(_avx2, __attribute__((target("avx2"))))
 #endif
 static masked_softmax_fn masked_softmax_loop = masked_softmax_baseline;
 static softmax_grad_fn softmax_grad_loop = softmax_grad_baseline;
-
-typedef int (*ln_forward_fn)(LN_FORWARD_ARGS);
-typedef int (*ln_backward_fn)(LN_BACKWARD_ARGS);
-LN_FUNCS(_baseline, )
-#ifdef HAVE_AVX2_LOOPS
-LN_FUNCS(_avx2, __attribute__((target("avx2"))))
-#endif
-static ln_forward_fn ln_forward_loop = ln_forward_baseline;
-static ln_backward_fn ln_backward_loop = ln_backward_baseline;
 
 /* ops.adamw's elementwise update over n contiguous float32 entries, the scalars already rounded to float32 as the
  * primitive sequence rounds them (lr * wd, 1 - beta1, 1 - beta2, 1 - beta1**t, 1 - beta2**t): the same operations
@@ -463,14 +461,11 @@ static PyObject *layer_norm_(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "bad sizes");
         return NULL;
     }
-    float *tmp = PyMem_RawMalloc(sizeof(float) * (size_t)d);
-    if (tmp == NULL) return PyErr_NoMemory();
     int special;
     Py_BEGIN_ALLOW_THREADS
     special = ln_forward_loop((const float *)(uintptr_t)x, (const float *)(uintptr_t)w, (const float *)(uintptr_t)b,
-                              eps, r, d, (float *)(uintptr_t)y, (float *)(uintptr_t)xhat, (float *)(uintptr_t)s, tmp);
+                              eps, r, d, (float *)(uintptr_t)y, (float *)(uintptr_t)xhat, (float *)(uintptr_t)s);
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(tmp);
     return PyBool_FromLong(special);
 }
 
@@ -483,15 +478,11 @@ static PyObject *layer_norm_grad_(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "bad sizes");
         return NULL;
     }
-    float *tmp = PyMem_RawMalloc(sizeof(float) * (size_t)d);
-    if (tmp == NULL) return PyErr_NoMemory();
     int special;
     Py_BEGIN_ALLOW_THREADS
     special = ln_backward_loop((const float *)(uintptr_t)xhat, (const float *)(uintptr_t)s,
-                               (const float *)(uintptr_t)w, (const float *)(uintptr_t)gy, r, d,
-                               (float *)(uintptr_t)gx, tmp);
+                               (const float *)(uintptr_t)w, (const float *)(uintptr_t)gy, r, d, (float *)(uintptr_t)gx);
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(tmp);
     return PyBool_FromLong(special);
 }
 
@@ -521,14 +512,11 @@ static PyObject *softmax_grad_(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "bad sizes");
         return NULL;
     }
-    float *tmp = PyMem_RawMalloc(sizeof(float) * (size_t)t);
-    if (tmp == NULL) return PyErr_NoMemory();
     int special;
     Py_BEGIN_ALLOW_THREADS
     special = softmax_grad_loop((const float *)(uintptr_t)p, (const float *)(uintptr_t)gp, rows, t,
-                                (float *)(uintptr_t)gx, tmp);
+                                (float *)(uintptr_t)gx);
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(tmp);
     return PyBool_FromLong(special);
 }
 

@@ -191,56 +191,6 @@ ATTR static int sum_columns##SUFFIX(const uint32_t *x, Py_ssize_t k, Py_ssize_t 
     return 0;                                                                                                               \
 }
 
-/* sum_rows: out[i] = the sum rule over row i of the row-major r x k float32 x; sum_columns: over each column of the
- * row-major k x n x (scratch: 3 * n doubles). Returns 1 when an entry is not finite (then out is incomplete).
- * Two reads of x and no aligned copy: each entry rounded to a multiple of its block unit u (as align does) is added
- * as it is, not as an integer times u; the sum is the same number, exact in float64 (at most 2**14 terms of at most
- * 2**24 u each: a multiple of u below 2**38 u, and u >= 2**-149), so one float32 conversion rounds it once. */
-#define SUM_FUNCS(SUFFIX, ATTR) \
-ATTR static int sum_rows##SUFFIX(const uint32_t *x, Py_ssize_t r, Py_ssize_t k, float *out) {                               \
-    for (Py_ssize_t i = 0; i < r; ++i) {                                                                                    \
-        const uint32_t *row = x + i * k;                                                                                    \
-        int top = 1;                                                                                                        \
-        for (Py_ssize_t p = 0; p < k; ++p) {                                                                                \
-            int e = field_of(row[p]);                                                                                       \
-            top = e > top ? e : top;                                                                                        \
-        }                                                                                                                   \
-        if (top == 0xFF) return 1;                                                                                          \
-        const double c = 1.5 * pow2(top - 98);                                                                              \
-        const float *xf = (const float *)row;                                                                               \
-        double total = 0.0;                                                                                                 \
-_Pragma("omp simd reduction(+ : total)")                                                                                     \
-        for (Py_ssize_t p = 0; p < k; ++p) total += ((double)xf[p] + c) - c;                                                \
-        out[i] = (float)(total + 0.0); /* + 0.0: a zero sum is +0 */                                                        \
-    }                                                                                                                       \
-    return 0;                                                                                                               \
-}                                                                                                                           \
-                                                                                                                            \
-ATTR static int sum_columns##SUFFIX(const uint32_t *x, Py_ssize_t k, Py_ssize_t n, float *out, double *scratch) {          \
-    double *c = scratch, *total = scratch + n;                                                                              \
-    int *top = (int *)(void *)(scratch + 2 * n), any = 1;                                                                   \
-    for (Py_ssize_t j = 0; j < n; ++j) top[j] = 1;                                                                          \
-    for (Py_ssize_t p = 0; p < k; ++p) {                                                                                    \
-        const uint32_t *row = x + p * n;                                                                                    \
-        for (Py_ssize_t j = 0; j < n; ++j) {                                                                                \
-            int e = field_of(row[j]);                                                                                       \
-            top[j] = e > top[j] ? e : top[j];                                                                               \
-        }                                                                                                                   \
-    }                                                                                                                       \
-    for (Py_ssize_t j = 0; j < n; ++j) any = top[j] > any ? top[j] : any;                                                   \
-    if (any == 0xFF) return 1;                                                                                              \
-    for (Py_ssize_t j = 0; j < n; ++j) {                                                                                    \
-        c[j] = 1.5 * pow2(top[j] - 98);                                                                                     \
-        total[j] = 0.0;                                                                                                     \
-    }                                                                                                                       \
-    for (Py_ssize_t p = 0; p < k; ++p) {                                                                                    \
-        const float *xf = (const float *)(x + p * n);                                                                       \
-        for (Py_ssize_t j = 0; j < n; ++j) total[j] += ((double)xf[j] + c[j]) - c[j];                                       \
-    }                                                                                                                       \
-    for (Py_ssize_t j = 0; j < n; ++j) out[j] = (float)(total[j] + 0.0);                                                    \
-    return 0;                                                                                                               \
-}
-
 ALIGN_FUNCS(_baseline, )
 SUM_FUNCS(_baseline, )
 #if defined(__x86_64__) && defined(__GNUC__)
