@@ -57,13 +57,6 @@ def chunk_count(qa: Tensor, qb: Tensor) -> int | None:
     g = groups_of(k)
     fa = _group_squares(qa, -1, g).reshape(-1, g)  # a row of A per row
     fb = _group_squares(qb, -2, g).reshape(-1, g)  # a column of B per row
-    return count_from_squares(fa, fb, k)
-
-
-def count_from_squares(fa: Tensor, fb: Tensor, k: int) -> int | None:
-    """chunk_count from the sums of squares over groups_of(k) equal groups of K: fa (rows of A, g), fb (columns
-    of B, g), float64, each within a relative 2**-39 of the exact sums."""
-    g = fa.shape[-1]
     c = 1
     while c <= min(g, max(1, k // MIN_CHUNK)):
         ma = torch.amax(torch.sum(fa.reshape(-1, c, g // c), dim=-1), dim=0)  # (c,) largest row, per chunk

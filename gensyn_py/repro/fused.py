@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from gensyn_py.repro.opset import MAX_K
+
 try:
     from gensyn_py.repro import _fused_native as _c  # type: ignore[attr-defined]
 except ImportError:  # built without a C compiler: the primitive sequences in ops.py
@@ -85,8 +87,6 @@ def fused_gelu_grad(x: Tensor, cdf: Tensor, gy: Tensor) -> Tensor | None:
 def _rows_of(x: Tensor, *per_entry: Tensor) -> bool:
     """x a contiguous 2-D float32 CPU tensor whose rows the sum rule takes (at most MAX_K entries), and each of
     per_entry a contiguous (1, columns) float32 CPU one."""
-    from gensyn_py.repro.opset import MAX_K
-
     return (_c is not None and x.dim() == 2 and 0 < x.shape[1] <= MAX_K and _contiguous_f32(x)
             and all(_contiguous_f32(t) and tuple(t.shape) == (1, x.shape[1]) for t in per_entry))
 
@@ -108,8 +108,8 @@ def fused_layer_norm(x: Tensor, w: Tensor, b: Tensor, eps: float) -> tuple[Tenso
 def fused_layer_norm_grad_input(xhat: Tensor, s: Tensor, w: Tensor, gy: Tensor) -> Tensor | None:
     """The input gradient of ops.layer_norm_grad in one C pass over the rows, or None where the primitives must run
     instead."""
-    if not _rows_of(xhat, w) or not _contiguous_f32(gy, xhat) or not (_contiguous_f32(s)
-                                                                       and tuple(s.shape) == (xhat.shape[0], 1)):
+    if not (_rows_of(xhat, w) and _contiguous_f32(xhat, gy) and _contiguous_f32(s)
+            and tuple(s.shape) == (xhat.shape[0], 1)):
         return None
     gx = torch.empty_like(xhat)
     special = _c.layer_norm_grad(xhat.data_ptr(), s.data_ptr(), w.data_ptr(), gy.data_ptr(), *xhat.shape,
@@ -120,8 +120,6 @@ def fused_layer_norm_grad_input(xhat: Tensor, s: Tensor, w: Tensor, gy: Tensor) 
 def fused_masked_softmax(x: Tensor, mask: Tensor) -> Tensor | None:
     """ops.masked_softmax of x (..., Tq, T) under the boolean mask (Tq, T) in one C pass over rows, or None where the
     primitives must run instead."""
-    from gensyn_py.repro.opset import MAX_K
-
     if (_c is None or x.dim() < 2 or mask.dtype != torch.bool or tuple(mask.shape) != tuple(x.shape[-2:])
             or not mask.is_cpu or not mask.is_contiguous() or not _contiguous_f32(x) or x.shape[-1] > MAX_K):
         return None
@@ -135,8 +133,6 @@ def fused_masked_softmax(x: Tensor, mask: Tensor) -> Tensor | None:
 
 def fused_softmax_grad(p: Tensor, gp: Tensor) -> Tensor | None:
     """ops.softmax_grad in one C pass over rows (p and gp of one shape), or None where the primitives must run."""
-    from gensyn_py.repro.opset import MAX_K
-
     if _c is None or p.dim() < 1 or not _contiguous_f32(p, gp) or not 0 < p.shape[-1] <= MAX_K:
         return None
     gx = torch.empty_like(p)

@@ -167,8 +167,8 @@ def _rows_of_product(qa: Tensor, qb: Tensor, ua: Tensor, ub: Tensor, out: Tensor
 def _chunk_ends(fa: Tensor, fb: Tensor, k: int, g: int) -> tuple[int, ...] | None:
     """The fewest K-chunks, unequal where that saves one, each an exact GEMM (the C greedy over exact_chunks.py's
     bound): the group index ending each; None where one group alone fails the bound or more chunks than K / MIN_CHUNK
-    would be needed (the 12-bit slices instead, as with equal chunks). Equal power-of-two chunks
-    (`count_from_squares`) took 364 chunks for the 10M LM's 76 large products of a step, these 269."""
+    would be needed (the 12-bit slices instead, as with equal chunks). Equal power-of-two chunks (the torch path's
+    `exact_chunks.chunk_count`) took 364 chunks for the 10M LM's 76 large products of a step, these 269."""
     return _c.chunk_ends(fa.data_ptr(), fa.shape[0], fb.data_ptr(), fb.shape[0], g,
                          min(g, max(1, k // MIN_CHUNK)))
 
