@@ -23,4 +23,4 @@ def copied(value: torch.Tensor, key: str, into: Mapping[str, torch.Tensor] | Non
     if (old is not None and old.shape == value.shape and old.dtype == torch.float32 and old.device.type == "cpu"
             and old.is_contiguous()):
         return old.copy_(value.detach())
-    return value.detach().to("cpu", torch.float32, copy=True).reshape(value.shape).contiguous()
+    return value.detach().to("cpu", torch.float32, copy=True).contiguous()
