@@ -10,14 +10,16 @@ too (`ts`, milliseconds), on the same host clock.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import http.client
 import json
+import signal
 import statistics
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,6 +44,7 @@ class BlockClock:
         self.polls = 0
         self.started = 0.0
         self._stop = threading.Event()
+        self._paused = threading.Event()
         self._conn: http.client.HTTPConnection | None = None
         self._thread = threading.Thread(target=self._run, name="block-clock", daemon=True)
 
@@ -57,6 +60,8 @@ class BlockClock:
     def _run(self) -> None:
         last = self._block_number()  # blocks up to here predate the clock: no time for them
         while not self._stop.wait(self.every):
+            if self._paused.is_set():
+                continue
             try:
                 number = self._block_number()
             except Exception:  # a missed poll only coarsens the clock
@@ -80,6 +85,15 @@ class BlockClock:
             self._conn.close()
             self._conn = None
             raise
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No polls meanwhile (a baseline is measured in this process); blocks mined meanwhile get no time."""
+        self._paused.set()
+        try:
+            yield
+        finally:
+            self._paused.clear()
 
     def at(self, block: int) -> float | None:
         return self.seen.get(block)
@@ -112,6 +126,19 @@ class Market(SimMarket):
 
     def start_nodes(self, nodes: Sequence[NodeSpec] = NODES, timeout: float = 180) -> None:
         super().start_nodes(nodes, timeout)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Every daemon stopped (SIGSTOP) meanwhile and continued after, so a baseline measured now shares the
+        machine with nothing of the market but the chain (idle between jobs: one empty block a second)."""
+        procs = [n.process for n in self.net.nodes.values() if n.process is not None and n.process.poll() is None]
+        for p in procs:
+            p.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for p in procs:
+                p.send_signal(signal.SIGCONT)
 
     def submit_timed(self, spec: dict[str, Any], commit_window: int = 300) -> tuple[int, float]:
         """Submit a job spec; (job id, wall time just before the submission began)."""

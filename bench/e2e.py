@@ -2,27 +2,31 @@
 
 One run starts anvil, deploys with the local market's windows (`LOCAL_PARAMS`,
 the "default security settings" of a local market: 2 validators per unit,
-commit-reveal verdicts, a challenge window) and five role daemons as separate
-processes: 2 solvers, 2 validators, 1 challenger. Then:
+commit-reveal verdicts, a challenge window) and the standard market's role
+daemons as separate processes (`NODES`: 2 solvers, 3 validators, the third
+for dispute committees, 1 challenger). Then:
 
-1. plain PyTorch, before anything else starts and again after everything
-   stopped (the mean of the two, so a change of load on the machine during the
-   run weighs on both sides alike): the overhead job's model, data and steps
-   (every training unit's steps, one after the other, 1 thread);
-2. a tiny warm-up job, so no figure pays for the daemons' first replay;
-3. the overhead job (1 round x 2 shards, plus the round's aggregation unit):
+1. a tiny warm-up job, so no figure pays for the daemons' first replay;
+2. plain PyTorch and the overhead job, alternated `reps` times, plain first
+   and last. Plain: the overhead job's model, data and steps (every training
+   unit's steps, one after the other, 1 thread), measured with every daemon
+   stopped (SIGSTOP) and the block clock paused, so it shares the machine with
+   nothing but the idle chain. The overhead job (1 round x 2 shards, plus the
+   round's aggregation unit; a new seed each time, so no content repeats):
    wall time from just before submission to the block holding `JobCompleted`.
-   `protocol_overhead_ratio` = that / the plain time;
-4. a burst of small 1x1 jobs submitted back to back: `jobs_per_minute` =
+   Each job's ratio = its wall time / the mean of the plain runs either side
+   of it (a change of load on this shared machine weighs on both sides
+   alike); `protocol_overhead_ratio` is their median;
+3. a burst of small 1x1 jobs submitted back to back: `jobs_per_minute` =
    jobs / (first submission to the last `JobCompleted`) x 60;
-5. `event_to_action_ms` from the chain and the daemons' logs of steps 3-4:
+4. `event_to_action_ms` from the chain and the daemons' logs of steps 2-3:
    each `ValidatorsDrawn` to the drawn validator's `commitVerdict` landing,
    less the replay time the validator spent in between (its own replay of
    that segment and any other it was busy with). A `BlockClock` notes when
    each block appeared (mixed mining: one block per transaction, mined on
    arrival) to within one poll (~50 ms); block timestamps (1 s) are reported
    as a cross-check.
-6. `poison_delay_ratio` (``bench/_poison.py``): the time to claim a good job
+5. `poison_delay_ratio` (``bench/_poison.py``): the time to claim a good job
    submitted right behind 5 poison jobs of different kinds, over the time with
    none ahead of it (medians of 5 repetitions, 3 with `--quick`).
 
@@ -33,6 +37,7 @@ smaller job and burst.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -45,7 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._market import DEFINITION, BlockClock, LogRecord, Market, event_to_action
+from bench._market import DEFINITION, NODES, BlockClock, LogRecord, Market, event_to_action
 from bench._poison import poison_delay
 from gensyn_py.sim.localnet import LocalNetwork
 
@@ -69,15 +74,17 @@ class Shape:
     burst: int  # jobs in the burst
     burst_steps: int
     poison_reps: int  # repetitions of the poison-delay measurement
+    reps: int  # overhead jobs, each between two plain runs
 
 
 SHAPES = {
     # Training long enough to dominate the fixed per-round protocol cost (claim, seed block, two challenge windows).
-    "full": Shape(steps=3000, interval=100, shards=2, burst=20, burst_steps=40, poison_reps=5),
-    "quick": Shape(steps=200, interval=50, shards=2, burst=6, burst_steps=40, poison_reps=3),
+    "full": Shape(steps=3000, interval=100, shards=2, burst=20, burst_steps=40, poison_reps=5, reps=3),
+    "quick": Shape(steps=200, interval=50, shards=2, burst=6, burst_steps=40, poison_reps=3, reps=1),
 }
 MODEL = {"family": "mlp", "sizes": {"hidden": 512, "depth": 2}}
 BATCH = 256
+ROLES = collections.Counter(n.role for n in NODES)
 
 
 def overhead_spec(dataset: dict[str, Any], shape: Shape, seed: int = 11) -> dict[str, Any]:
@@ -258,6 +265,32 @@ def burst(market: Market, clock: BlockClock, dataset: dict[str, Any], n: int, st
 # -- the run -------------------------------------------------------------------------------------
 
 
+def alternated(market: Market, clock: BlockClock, dataset: dict[str, Any], train: Any,
+               shape: Shape) -> dict[str, Any]:
+    """Plain, job, plain, ..., job, plain: each job's ratio against the plain runs either side of it."""
+    spec = overhead_spec(dataset, shape)
+
+    def plain() -> list[float]:
+        with market.paused(), clock.paused():
+            units = plain_baseline(spec, train)
+        report(f"plain PyTorch: {sum(units):.1f}s ({', '.join(f'{p:.1f}s' for p in units)})")
+        return units
+
+    report(f"plain PyTorch: {shape.shards} x {shape.steps} steps of the overhead job's model, 1 thread, "
+           "the market's daemons stopped")
+    plains = [plain()]
+    jobs: list[dict[str, Any]] = []
+    for rep in range(shape.reps):
+        note_load(f"overhead_job_{rep}")
+        jobs.append(overhead_job(market, clock, overhead_spec(dataset, shape, seed=11 + rep), timeout=600))
+        plains.append(plain())
+    sums = [sum(p) for p in plains]
+    ratios = [float(j["wall_s"]) / ((sums[i] + sums[i + 1]) / 2) for i, j in enumerate(jobs)]
+    middle = sorted(range(len(jobs)), key=lambda i: ratios[i])[len(jobs) // 2]
+    report(f"overhead ratios {', '.join(f'{r:.3f}' for r in ratios)}; median {ratios[middle]:.3f}")
+    return {"ratios": ratios, "middle": middle, "jobs": jobs, "plains": plains}
+
+
 def run(shape: Shape, workdir: Path, mode: str) -> dict[str, Any]:
     from gensyn_py.sim.localnet import LOCAL_PARAMS
     from gensyn_py.sim.market import digits_job_spec as job_spec_dict
@@ -265,25 +298,20 @@ def run(shape: Shape, workdir: Path, mode: str) -> dict[str, Any]:
 
     train, _ = digits(image=False)
     entry = dataset_entry(train, train.to_bytes())
-    spec = overhead_spec(dict(entry), shape)
     note_load("start")
-    report(f"plain PyTorch: {shape.shards} x {shape.steps} steps of the overhead job's model, 1 thread")
-    before = plain_baseline(spec, train)
-    report(f"plain PyTorch: {sum(before):.1f}s ({', '.join(f'{p:.1f}s' for p in before)})")
 
     with LocalNetwork(workdir) as net:
         clock = BlockClock(net.url).start()
         market = Market(net, report)
         try:
-            report("starting 2 solvers, 2 validators, 1 challenger")
+            report(f"starting {', '.join(f'{n} {role}s' for role, n in ROLES.items())}")
             market.start_nodes()
             market.put_dataset(train)
             report("warm-up job (1 x 1, 20 steps)")
             warm, _ = market.submit_timed(job_spec_dict(dict(entry), 1, 1, 20, seed=5))
             market.wait_jobs([warm], 120)
             from_block = int(net.w3.eth.block_number) + 1
-            note_load("overhead_job")
-            job = overhead_job(market, clock, spec, timeout=600)
+            overhead = alternated(market, clock, dict(entry), train, shape)
             jobs = burst(market, clock, dict(entry), shape.burst, shape.burst_steps, timeout=600)
             note_load("burst_done")
             latency = event_to_action(market, clock, from_block)
@@ -298,33 +326,33 @@ def run(shape: Shape, workdir: Path, mode: str) -> dict[str, Any]:
             clock.stop()
         params = {k: int(v) for k, v in net.protocol.deployment.get("params", {}).items()} if net.protocol else {}
 
-    note_load("plain_after")
-    after = plain_baseline(spec, train)
-    report(f"plain PyTorch again: {sum(after):.1f}s ({', '.join(f'{p:.1f}s' for p in after)})")
-    plain = [(a + b) / 2 for a, b in zip(before, after, strict=True)]
-    plain_s = sum(plain)
+    ratios, plains, middle = overhead["ratios"], overhead["plains"], overhead["middle"]
+    job = overhead["jobs"][middle]  # the median job: its timeline and breakdown are shown
     wall = float(job["wall_s"])
+    around = [(a + b) / 2 for a, b in zip(plains[middle], plains[middle + 1], strict=True)]
     windows = ("validatorsPerUnit", *LOCAL_PARAMS)
     return {
         "bench": "e2e",
         "mode": mode,
-        "protocol_overhead_ratio": round(wall / plain_s, 3),
+        "protocol_overhead_ratio": round(ratios[middle], 3),
         "event_to_action_ms": latency.pop("event_to_action_ms"),
         "jobs_per_minute": jobs["jobs_per_minute"],
         "poison_delay_ratio": poison.pop("poison_delay_ratio"),
+        "protocol_overhead_ratios": [round(r, 3) for r in ratios],
         "job_shape": {"rounds": 1, "shards": shape.shards, "units": shape.shards + (1 if shape.shards > 1 else 0),
                       "steps_per_unit": shape.steps, "checkpoint_interval": shape.interval, "model": MODEL,
                       "batch_size": BATCH, "optimizer": "adamw", "mode": "exact", "threads": 1},
         "job_wall_s": round(wall, 2),
-        "plain_wall_s": round(plain_s, 2),
-        "plain_unit_s": [round(p, 2) for p in plain],
-        "plain_wall_s_before_after": [round(sum(before), 2), round(sum(after), 2)],
-        "protocol_overhead_ratio_vs_parallel_plain": round(wall / max(plain), 3),
+        "job_walls_s": [round(float(j["wall_s"]), 2) for j in overhead["jobs"]],
+        "plain_wall_s": round(sum(around), 2),
+        "plain_unit_s": [round(p, 2) for p in around],
+        "plain_walls_s": [round(sum(p), 2) for p in plains],
+        "protocol_overhead_ratio_vs_parallel_plain": round(wall / max(around), 3),
         "job_critical_path_s": job["critical_path"],
         "job_compute_s": job["compute"],
         "job_timeline_s": job["timeline"],
         "params": {k: params[k] for k in windows if k in params},
-        "market": {"solvers": 2, "validators": 2, "challengers": 1, "block_time_s": net.block_time,
+        "market": {**{f"{role}s": n for role, n in ROLES.items()}, "block_time_s": net.block_time,
                    "daemon_poll_s": 0.3, "cpu_cores": _cores()},
         "event_to_action_definition": DEFINITION,
         **latency,

@@ -103,6 +103,7 @@ class Daemon(ABC):
         self.failures = 0  # consecutive failed cycles
         self.exit_code: int | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()  # ends the wait between cycles early: set by stop() and wake()
         self._signalled = False  # set synchronously by the signal handler
         self._started = False
         self._handlers: dict[str, Handler] | None = None
@@ -279,7 +280,8 @@ class Daemon(ABC):
                     break
                 if self.failures == 0:  # a poll, not a backoff: cycles start every poll_interval
                     delay = max(0.0, delay - (time.monotonic() - began))
-                self._stop.wait(delay)
+                self._wake.wait(delay)
+                self._wake.clear()
         finally:
             try:
                 self.on_stop()
@@ -294,6 +296,12 @@ class Daemon(ABC):
     def stop(self) -> None:
         """Ask the loop to end after the handler now running (safe from any thread)."""
         self._stop.set()
+        self._wake.set()
+
+    def wake(self) -> None:
+        """Start the next cycle now rather than after the poll interval (safe from any thread): work done off
+        the cycle has something to send."""
+        self._wake.set()
 
     @property
     def stopping(self) -> bool:
@@ -314,7 +322,7 @@ class Daemon(ABC):
         self.log.info("daemon.signal", signal=signal.Signals(signum).name)
         # Set the event from another thread: Event.set() takes a lock the interrupted
         # main thread may be holding inside Event.wait(), and locks are not reentrant.
-        threading.Thread(target=self._stop.set, name=f"{self.name}-stop", daemon=True).start()
+        threading.Thread(target=self.stop, name=f"{self.name}-stop", daemon=True).start()
 
 
 def _tx_hash_of(result: Any) -> str | None:

@@ -115,14 +115,20 @@ class Quarantine:
 
     # -- crash markers -------------------------------------------------------------------------
 
-    def mark(self, job: int, unit: int) -> str:
-        key = f"{MARKER}{job}:{unit}"
-        self.state.put(key, {"job": job, "unit": unit, "since": self.clock()})
+    def mark(self, job: int, unit: int, work: str = "") -> str:
+        """Note that the unit's handler (or its named background `work`) runs; a marker still there when the
+        next process starts is a death inside it. Each work keeps its own count of deaths."""
+        key = f"{MARKER}{job}:{unit}{_suffix(work)}"
+        self.state.put(key, {"job": job, "unit": unit, "work": work, "since": self.clock()})
         return key
 
-    def ended_cleanly(self, job: int, unit: int) -> None:
-        """The handler returned or raised: its unit's death count starts over."""
-        key = f"{CRASHES}{job}:{unit}"
+    def unmark(self, key: str) -> None:
+        """The work `mark` returned `key` for has ended: not a death inside it."""
+        self.state.delete(key)
+
+    def ended_cleanly(self, job: int, unit: int, work: str = "") -> None:
+        """The handler (or `work`) returned or raised: its death count starts over."""
+        key = f"{CRASHES}{job}:{unit}{_suffix(work)}"
         if self.state.get(key) is not None:
             self.state.delete(key)
 
@@ -134,7 +140,12 @@ class Quarantine:
             self.state.delete(key)
             if raw is not None:
                 job, unit = int(raw["job"]), int(raw["unit"])
-                deaths = int(self.state.get(f"{CRASHES}{job}:{unit}", 0)) + 1
-                self.state.put(f"{CRASHES}{job}:{unit}", deaths)
+                count = f"{CRASHES}{job}:{unit}{_suffix(str(raw.get('work', '')))}"
+                deaths = int(self.state.get(count, 0)) + 1
+                self.state.put(count, deaths)
                 found.append((job, unit, deaths))
         return found
+
+
+def _suffix(work: str) -> str:
+    return f":{work}" if work else ""

@@ -26,6 +26,7 @@ from gensyn_py.chain.contracts import ProtocolContracts
 from gensyn_py.chain.events import EventRecord
 from gensyn_py.chain.view import ChainView
 from gensyn_py.errors import ConfigError, ContractRevert
+from gensyn_py.node.background import Background
 from gensyn_py.node.daemon import Daemon, Handler
 from gensyn_py.node.game_player import GamePlayer
 from gensyn_py.node.hardware import HardwareProfile
@@ -100,6 +101,11 @@ class NodeDaemon(Daemon):
         self._no_credit = False  # the last credit read found nothing, and no `Credited` event for us came since
 
     @cached_property
+    def background(self) -> Background:
+        """Long work (replays) off the cycle, one at a time (`node/background.py`)."""
+        return Background(f"{self.name}-work", self.quarantine, self.wake)
+
+    @cached_property
     def games(self) -> GamePlayer:
         """This node's side of the dispute games it is party to."""
         return GamePlayer(self)
@@ -132,6 +138,12 @@ class NodeDaemon(Daemon):
     def after_cycle(self) -> None:
         """Mirror this node's stake, reputation, slashes and credit in the metrics (every few seconds at most)."""
         self.gauges.maybe_refresh()
+        if "background" in vars(self):  # made on first use
+            self.background.sweep()
+
+    def on_stop(self) -> None:
+        if "background" in vars(self):
+            self.background.close()
 
     def sync_replay_class(self) -> None:
         """Declare the measured replay class on chain when it differs from the registered one (new node, new

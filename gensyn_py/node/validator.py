@@ -132,12 +132,15 @@ class ValidatorDaemon(NodeDaemon):
             # Another validator's reject opened a dispute. A verdict we sealed is still revealed: the settlement
             # judges an unrevealed one (slashed if it was about the proven segment).
             sealed_ours = self.state.is_done(("vcommit", unit.unit_id, epoch))
-            if sealed_ours and self.view.next_time() <= unit.reveal_deadline:
-                self._reveal(unit, task, self._sealed_verdict(unit, task, epoch), epoch)
+            sealed = self._kept_verdict(unit, epoch)
+            if sealed_ours and sealed is not None and self.view.next_time() <= unit.reveal_deadline:
+                self._reveal(unit, task, sealed, epoch)
             return
         if unit.status is not UnitStatus.COMMITTED:
             return
         sealed = self._sealed_verdict(unit, task, epoch)
+        if sealed is None:
+            return  # its replay runs off the cycle: sealed once it ends
         me = self.address
         key = ("vcommit", unit.unit_id, epoch)
         try:
@@ -163,19 +166,23 @@ class ValidatorDaemon(NodeDaemon):
         elif now > unit.reveal_deadline:
             self.poke(unit)  # close verdicts: no-shows are penalised and skipped
 
-    def _sealed_verdict(self, unit: Unit, task: dict[str, Any], epoch: str) -> dict[str, Any]:
-        """The verdict for this draw, computed once and kept before anything is sent."""
-        key = f"verdict:{unit.unit_id}:{epoch}"
-        kept = self.state.get(key)
+    def _kept_verdict(self, unit: Unit, epoch: str) -> dict[str, Any] | None:
+        kept = self.state.get(f"verdict:{unit.unit_id}:{epoch}")
+        return None if kept is None else dict(kept)
+
+    def _sealed_verdict(self, unit: Unit, task: dict[str, Any], epoch: str) -> dict[str, Any] | None:
+        """The verdict for this draw, computed once and kept before anything is sent; None while its replay
+        runs in the background (other units' commits and reveals go on meanwhile)."""
+        kept = self._kept_verdict(unit, epoch)
         if kept is not None:
-            return dict(kept)
+            return kept
+        key = f"verdict:{unit.unit_id}:{epoch}"
         segment = int(task["segment"])
-        started = time.perf_counter()
-        missing = self.missing(unit, segment)
-        if missing is not None:  # nothing to replay or prove: seal "unavailable", the solver must answer
-            verdict = Verdict(False, segment, UNAVAILABLE_MARK, f"unavailable: {missing}")
-        else:
-            verdict = self.replay(unit, segment)
+        judged = self.background.result(unit.job_id, unit.unit_id, "verdict", key,
+                                        partial(self._judge, unit, segment))
+        if judged is None:
+            return None
+        verdict, missing, seconds = judged
         transcript = verdict.transcript_hash or bytes(32)
         salt = secrets.token_bytes(32)
         sealed = {
@@ -186,8 +193,17 @@ class ValidatorDaemon(NodeDaemon):
         self.state.put(key, sealed)
         self.metrics.verdict("accept" if verdict.accept else "unavailable" if missing else "reject")
         self.log.info("verdict", unit=unit.unit_id, segment=segment, accept=verdict.accept, reason=verdict.reason,
-                      verify_s=round(time.perf_counter() - started, 4))
+                      verify_s=round(seconds, 4))
         return sealed
+
+    def _judge(self, unit: Unit, segment: int) -> tuple[Verdict, str | None, float]:
+        """Off the cycle: the segment's data fetched and replayed; what is missing if it cannot be; seconds."""
+        started = time.perf_counter()
+        missing = self.missing(unit, segment)
+        if missing is not None:  # nothing to replay or prove: seal "unavailable", the solver must answer
+            return Verdict(False, segment, UNAVAILABLE_MARK, f"unavailable: {missing}"), missing, \
+                time.perf_counter() - started
+        return self.replay(unit, segment), None, time.perf_counter() - started
 
     def _reveal(self, unit: Unit, task: dict[str, Any], sealed: dict[str, Any], epoch: str) -> None:
         key = ("vreveal", unit.unit_id, epoch)
@@ -267,6 +283,8 @@ class ValidatorDaemon(NodeDaemon):
             return
         segment = int(task["segment"])
         verdict = self._answered_verdict(unit, segment, epoch)
+        if verdict is None:
+            return  # its replay runs off the cycle
         leaf: SegmentLeaf = answer[0]  # proven on-chain against the committed root when the answer was taken
         transcript = bytes.fromhex(verdict["transcript"][2:])
         if self._send_once(key, unit, task, "VerdictRevealed", "verdict.reveal_refused",
@@ -276,16 +294,21 @@ class ValidatorDaemon(NodeDaemon):
                                leaf.end_hash, leaf.transcript_commit, list(leaf.proof))):
             self.log.info("verdict.revealed", unit=unit.unit_id, accept=verdict["accept"], after_answer=True)
 
-    def _answered_verdict(self, unit: Unit, segment: int, epoch: str) -> dict[str, Any]:
+    def _answered_verdict(self, unit: Unit, segment: int, epoch: str) -> dict[str, Any] | None:
         """The verdict after the answer, kept before it is sent: a replay, or a reject if the data is still
-        missing (the answer's leaf proves it; the dispute's committee cannot fetch it either)."""
+        missing (the answer's leaf proves it; the dispute's committee cannot fetch it either). None while the
+        replay runs in the background."""
         key = f"verdict2:{unit.unit_id}:{epoch}"
         kept = self.state.get(key)
         if kept is not None:
             return dict(kept)
-        missing = self.missing(unit, segment)
-        verdict = Verdict(False, segment, None, f"still unavailable: {missing}") if missing else \
-            self.replay(unit, segment)
+        judged = self.background.result(unit.job_id, unit.unit_id, "verdict2", key,
+                                        partial(self._judge, unit, segment))
+        if judged is None:
+            return None
+        verdict, missing, _ = judged
+        if missing is not None:
+            verdict = Verdict(False, segment, None, f"still unavailable: {missing}")
         out = {"accept": verdict.accept, "transcript": "0x" + (verdict.transcript_hash or bytes(32)).hex(),
                "reason": verdict.reason}
         self.state.put(key, out)

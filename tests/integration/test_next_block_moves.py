@@ -13,6 +13,7 @@ On a real anvil mining only on arrival (no block comes by itself), so the latest
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
@@ -156,12 +157,18 @@ def test_the_last_validator_to_seal_reveals_in_the_same_cycle(
     def revealed(address: str) -> bool:
         return view.has_event("VerdictRevealed", int(receipt["blockNumber"]), unitId=unit_id, validator=address)
 
+    def seal(daemon: ValidatorDaemon, task: dict[str, Any]) -> None:
+        daemon._verdict(view.unit(unit_id), task)  # starts the replay, off the cycle
+        assert daemon.background.idle(120)
+        daemon._verdict(view.unit(unit_id), task)  # the cycle after the replay ended: seals
+
     first, second = daemons
-    first[0]._verdict(view.unit(unit_id), first[1])  # seals; the other has not: reveals are not open yet
+    seal(*first)  # the other has not sealed: reveals are not open yet
     assert view.unit(unit_id).committed == 1 and not revealed(first[0].address)
-    second[0]._verdict(view.unit(unit_id), second[1])  # seals last, and reveals at once
+    seal(*second)  # seals last, and reveals in the same cycle
     assert view.unit(unit_id).committed == 2 and revealed(second[0].address)
     first[0]._verdict(view.unit(unit_id), first[1])  # its next cycle: reveals too, and the unit is Verified
     assert revealed(first[0].address) and view.unit(unit_id).status is UnitStatus.VERIFIED
     for daemon, _ in daemons:
+        daemon.background.close()
         daemon.state.close()
