@@ -209,7 +209,8 @@ def event_to_action(market: Market, clock: BlockClock, from_block: int) -> dict[
     own: dict[tuple[str, int], tuple[float, float]] = {}  # (validator, unit) -> its verdict replay
     for r in market.records():
         if r.event in ("verdict", "dispute.voted") and "verify_s" in r.fields:
-            span = (r.ts - float(r.fields["verify_s"]), r.ts)
+            end = r.ts - float(r.fields.get("waited_s", 0.0))  # a verdict is logged when the cycle takes it
+            span = (end - float(r.fields["verify_s"]), end)
             replays.setdefault(r.node, []).append(span)
             if r.event == "verdict":
                 own[(r.node, int(r.fields["unit"]))] = span

@@ -304,7 +304,7 @@ def run(shape: Shape, workdir: Path, mode: str) -> dict[str, Any]:
         clock = BlockClock(net.url).start()
         market = Market(net, report)
         try:
-            report(f"starting {', '.join(f'{n} {role}s' for role, n in ROLES.items())}")
+            report(f"starting {', '.join(f'{n} {role}' + ('s' if n > 1 else '') for role, n in ROLES.items())}")
             market.start_nodes()
             market.put_dataset(train)
             report("warm-up job (1 x 1, 20 steps)")

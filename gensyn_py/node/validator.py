@@ -182,7 +182,7 @@ class ValidatorDaemon(NodeDaemon):
                                         partial(self._judge, unit, segment))
         if judged is None:
             return None
-        verdict, missing, seconds = judged
+        verdict, missing, seconds, ended = judged
         transcript = verdict.transcript_hash or bytes(32)
         salt = secrets.token_bytes(32)
         sealed = {
@@ -193,17 +193,19 @@ class ValidatorDaemon(NodeDaemon):
         self.state.put(key, sealed)
         self.metrics.verdict("accept" if verdict.accept else "unavailable" if missing else "reject")
         self.log.info("verdict", unit=unit.unit_id, segment=segment, accept=verdict.accept, reason=verdict.reason,
-                      verify_s=round(seconds, 4))
+                      verify_s=round(seconds, 4), waited_s=round(time.monotonic() - ended, 4))
         return sealed
 
-    def _judge(self, unit: Unit, segment: int) -> tuple[Verdict, str | None, float]:
-        """Off the cycle: the segment's data fetched and replayed; what is missing if it cannot be; seconds."""
+    def _judge(self, unit: Unit, segment: int) -> tuple[Verdict, str | None, float, float]:
+        """Off the cycle: the segment's data fetched and replayed; what is missing if it cannot be; its seconds;
+        when it ended (`time.monotonic`: the log tells how long the verdict then waited for the cycle)."""
         started = time.perf_counter()
         missing = self.missing(unit, segment)
         if missing is not None:  # nothing to replay or prove: seal "unavailable", the solver must answer
-            return Verdict(False, segment, UNAVAILABLE_MARK, f"unavailable: {missing}"), missing, \
-                time.perf_counter() - started
-        return self.replay(unit, segment), None, time.perf_counter() - started
+            verdict = Verdict(False, segment, UNAVAILABLE_MARK, f"unavailable: {missing}")
+        else:
+            verdict = self.replay(unit, segment)
+        return verdict, missing, time.perf_counter() - started, time.monotonic()
 
     def _reveal(self, unit: Unit, task: dict[str, Any], sealed: dict[str, Any], epoch: str) -> None:
         key = ("vreveal", unit.unit_id, epoch)
@@ -306,7 +308,7 @@ class ValidatorDaemon(NodeDaemon):
                                         partial(self._judge, unit, segment))
         if judged is None:
             return None
-        verdict, missing, _ = judged
+        verdict, missing, _, _ = judged
         if missing is not None:
             verdict = Verdict(False, segment, None, f"still unavailable: {missing}")
         out = {"accept": verdict.accept, "transcript": "0x" + (verdict.transcript_hash or bytes(32)).hex(),
