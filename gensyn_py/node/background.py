@@ -60,6 +60,14 @@ class Background:
         result: T = found.future.result(timeout=0)
         return result
 
+    def running(self, key: Hashable) -> bool:
+        """Submitted and not ended: nothing to do for it yet."""
+        found = self._work.get(key)
+        return found is not None and not found.future.done()
+
+    def busy(self) -> bool:
+        return any(not w.future.done() for w in self._work.values())
+
     def idle(self, timeout: float) -> bool:
         """Wait until every work submitted so far has ended (False if `timeout` passed first)."""
         try:

@@ -100,9 +100,12 @@ class ValidatorDaemon(NodeDaemon):
 
     def tick(self) -> None:
         self.games.tick()  # a game's clock runs: its moves come first
+        busy = self.background.busy()
         for unit_id, task in self.followed("drawn"):
             if self.stopping:
                 return
+            if busy and self._nothing_to_send(unit_id, task):
+                continue
             unit = self.view.unit(unit_id)
             self.isolated(unit.job_id, unit_id, partial(self._verdict, unit, task))
         for dispute_id, info in self.followed("dispute"):
@@ -113,6 +116,18 @@ class ValidatorDaemon(NodeDaemon):
         self.claim_credit()
 
     # -- verdicts ----------------------------------------------------------------------------
+
+    def _nothing_to_send(self, unit_id: int, task: dict[str, Any]) -> bool:
+        """While a replay runs, the cycle visits only the units it may have to act on now: those whose replay is
+        still to start, whose replay has ended, or whose sealed verdict is still to reveal. A unit whose replay
+        waits or runs has nothing yet; one whose verdict is revealed waits for its challenge window to end, and
+        its finalization may wait for the replay too (a reported "unavailable" is still followed: the answer has
+        a deadline). Each visit reads the chain: polling every unit each cycle would take the CPU the replays run
+        on."""
+        epoch = str(task["seed"])[2:18]
+        if self.background.running(f"verdict:{unit_id}:{epoch}"):
+            return True
+        return self.state.is_done(("vreveal", unit_id, epoch)) and not self._reported(unit_id, epoch)
 
     def _verdict(self, unit: Unit, task: dict[str, Any]) -> None:
         seed = str(task["seed"])
@@ -125,7 +140,7 @@ class ValidatorDaemon(NodeDaemon):
             self.unfollow("drawn", unit.unit_id)
             return
         epoch = seed[2:18]
-        if self._reported(unit, epoch):
+        if self._reported(unit.unit_id, epoch):
             self._after_report(unit, task, epoch)
             return
         if unit.status is UnitStatus.DISPUTED:
@@ -266,9 +281,9 @@ class ValidatorDaemon(NodeDaemon):
         commitment = self.view.commitment(unit.unit_id)
         return None if commitment is None else missing_data(self.content.store, commitment.manifest_cid, segment)
 
-    def _reported(self, unit: Unit, epoch: str) -> bool:
-        kept = self.state.get(f"verdict:{unit.unit_id}:{epoch}")
-        return bool(kept and kept.get("unavailable")) and self.state.is_done(("vreveal", unit.unit_id, epoch))
+    def _reported(self, unit_id: int, epoch: str) -> bool:
+        kept = self.state.get(f"verdict:{unit_id}:{epoch}")
+        return bool(kept and kept.get("unavailable")) and self.state.is_done(("vreveal", unit_id, epoch))
 
     def _after_report(self, unit: Unit, task: dict[str, Any], epoch: str) -> None:
         """Our "unavailable" is on-chain: once the solver answers, fetch, replay and reveal the real verdict."""

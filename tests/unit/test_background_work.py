@@ -133,3 +133,28 @@ def test_a_validator_goes_on_with_its_other_units_while_a_replay_runs(tmp_path: 
         assert sealed is not None and sealed["accept"] and sealed["transcript"] == "0x" + "01" * 32
         assert state.get("verdict:12:cdcdcdcdcdcdcdcd") == sealed  # kept before anything is sent
         v.background.close()
+
+
+def test_while_a_replay_runs_the_cycle_visits_only_units_it_may_have_to_act_on(tmp_path: Path) -> None:
+    with DaemonState(tmp_path / "s.sqlite") as state:
+        release = threading.Event()
+        v = ValidatorDaemon.__new__(ValidatorDaemon)
+        v.state, v.name, v.wake = state, "validator-test", lambda: None  # type: ignore[method-assign]
+        v.quarantine = Quarantine(state)
+        seed = "0x" + "cd" * 32
+        epoch = seed[2:18]
+        task = {"segment": 0, "seed": seed, "block": 1}
+        v.background.result(7, 20, "verdict", f"verdict:20:{epoch}", lambda: release.wait(WAIT))  # running
+        state.put(f"verdict:21:{epoch}", {"accept": True})
+        state.mark_done(("vcommit", 21, epoch))  # sealed, not revealed: its reveal may be due
+        state.put(f"verdict:22:{epoch}", {"accept": True})
+        state.mark_done(("vcommit", 22, epoch))
+        state.mark_done(("vreveal", 22, epoch))  # revealed: waits for its challenge window
+        state.put(f"verdict:23:{epoch}", {"accept": False, "unavailable": True})
+        state.mark_done(("vreveal", 23, epoch))  # reported unavailable: the solver's answer has a deadline
+        skipped = {u: v._nothing_to_send(u, task) for u in (20, 21, 22, 23, 24)}  # 24: its replay is to start
+        assert skipped == {20: True, 21: False, 22: True, 23: False, 24: False}
+        release.set()
+        assert v.background.idle(WAIT)
+        assert not v.background.busy()
+        v.background.close()
