@@ -7,6 +7,10 @@ cannot predict them. Aggregation units (one cheap segment) are always
 recomputed. A failing segment is challenged at once, posting the bond; the
 committee decides, and a won dispute credits the bond back plus a share of
 the slashed stake.
+
+The audit's replays run off the cycle, on the daemon's background worker
+(`node/background.py`): a long audit does not hold the moves of the dispute
+games this node plays. The challenge itself is sent from the cycle.
 """
 
 from __future__ import annotations
@@ -87,6 +91,9 @@ class ChallengerDaemon(NodeDaemon):
         return bound is None or bound == self.registry.replay_class_of(self.address)
 
     def _audit(self, unit: Unit) -> None:
+        """In the cycle: start the unit's audit off it, and once it has ended, log it and challenge a failing
+        segment. The replays run on the background worker (`node/background.py`), so the dispute games this node
+        plays keep their moves coming while a long audit runs; the challenge is sent from the cycle."""
         if not self._same_class(unit):
             self.unfollow("audit", unit.unit_id)
             return
@@ -94,22 +101,34 @@ class ChallengerDaemon(NodeDaemon):
         key = f"audited:{unit.unit_id}:{epoch}"
         if self.state.get(key) is not None:
             return
+        findings = self.background.result(unit.job_id, unit.unit_id, "audit", key,
+                                          partial(self.audit_segments, unit))
+        if findings is None:
+            return  # running
+        for f in findings:
+            self.log.info("audit", unit=unit.unit_id, segment=f["segment"], accept=f["accept"], reason=f["reason"],
+                          verify_s=round(f["verify_s"], 4))
+        failed = next((f for f in findings if not f["accept"]), None)
+        if failed is not None:
+            self._challenge(unit, int(failed["segment"]), epoch)
+        self.state.put(key, [{k: f[k] for k in ("segment", "accept", "reason")} for f in findings])
+
+    def audit_segments(self, unit: Unit) -> list[dict[str, Any]]:
+        """Replay the planned segments, stopping at the first that fails: what each gave, with its seconds."""
         findings: list[dict[str, Any]] = []
         segments = self.plan(unit)
         bar = replay_bar(self.progress or board(), self.content, unit, segments, "audit")
         for segment in segments:
             started = time.perf_counter()
             verdict = bar.run(partial(check_segment, self.content, unit, segment, self.device))
-            findings.append({"segment": segment, "accept": verdict.accept, "reason": verdict.reason})
-            self.log.info("audit", unit=unit.unit_id, segment=segment, accept=verdict.accept, reason=verdict.reason,
-                          verify_s=round(time.perf_counter() - started, 4))
+            findings.append({"segment": segment, "accept": verdict.accept, "reason": verdict.reason,
+                             "verify_s": time.perf_counter() - started})
             if not verdict.accept:
                 bar.done(f"segment {segment} rejected: challenging")
-                self._challenge(unit, segment, epoch)
                 break
         else:
             bar.done("all accepted")
-        self.state.put(key, findings)
+        return findings
 
     def _challenge(self, unit: Unit, segment: int, epoch: str) -> None:
         try:

@@ -158,3 +158,48 @@ def test_while_a_replay_runs_the_cycle_visits_only_units_it_may_have_to_act_on(t
         assert v.background.idle(WAIT)
         assert not v.background.busy()
         v.background.close()
+
+
+def test_a_challenger_audits_off_its_cycle_and_challenges_from_it(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    from gensyn_py.node.challenger import ChallengerDaemon
+
+    release = threading.Event()
+
+    def check(_content: Any, _unit: Any, segment: int, _device: Any, *, on_step: Any = None) -> Verdict:
+        if segment == 1:
+            assert release.wait(WAIT)
+            return Verdict(True, 1, b"\1" * 32, "replays bit for bit")
+        return Verdict(False, segment, b"\2" * 32, "differs")
+
+    monkeypatch.setattr("gensyn_py.node.challenger.check_segment", check)
+    with DaemonState(tmp_path / "s.sqlite") as state:
+        c = ChallengerDaemon.__new__(ChallengerDaemon)
+        c.state, c.name, c.device, c.progress = state, "challenger-test", None, None
+        c.wake = lambda: None  # type: ignore[method-assign]
+        c.quarantine = Quarantine(state)
+        c.log = Quiet()  # type: ignore[assignment]
+        c.content = SimpleNamespace(spec=lambda _job: None)  # type: ignore[assignment]
+        c.plan = lambda unit: [1, 3, 5]  # type: ignore[method-assign]
+        c._same_class = lambda unit: True  # type: ignore[method-assign]
+        challenged: list[tuple[int, str]] = []
+        c._challenge = lambda unit, segment, epoch: challenged.append(  # type: ignore[method-assign]
+            (segment, threading.current_thread().name))
+        monkeypatch.setattr("gensyn_py.node.challenger.replay_bar", lambda *_a, **_k: Bar())
+        unit: Any = SimpleNamespace(unit_id=30, job_id=9, seed=b"\xcd" * 32)
+        c._audit(unit)  # starts it: the cycle goes on (a game's move would be sent now)
+        assert challenged == [] and state.get(f"audited:30:{'cd' * 8}") is None
+        release.set()
+        assert c.background.idle(WAIT)
+        c._audit(unit)  # the cycle after it ended
+        assert challenged == [(3, threading.current_thread().name)]  # the first failing segment, from the cycle
+        assert [f["segment"] for f in state.get(f"audited:30:{'cd' * 8}")] == [1, 3]  # stopped at the failure
+        c.background.close()
+
+
+class Bar:
+    def run(self, fn: Any) -> Any:
+        return fn()
+
+    def done(self, _text: str) -> None:
+        pass

@@ -300,7 +300,7 @@ def test_a_challenger_shows_its_audit(monkeypatch: pytest.MonkeyPatch, tmp_path:
         c.content = SimpleNamespace(spec=lambda _job: SPEC)  # type: ignore[assignment]
         c.plan = lambda unit: [0, 2]  # type: ignore[method-assign]
         c._same_class = lambda unit: True  # type: ignore[method-assign]
-        c._audit(dataclasses.replace(UNIT, unit_id=13, status=UnitStatus.VERIFIED))
+        c.audit_segments(dataclasses.replace(UNIT, unit_id=13, status=UnitStatus.VERIFIED))
     shown = screen(board, out)
     assert "unit 13 audit" in shown and "4/4" in shown and "segments 2/2 [0,2], all accepted" in shown
     board.stop()
