@@ -23,13 +23,14 @@ from gensyn_py.node.quarantine import Quarantine
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Work:
     future: Future[Any]
     job: int
     unit: int
     name: str
     marker: str
+    marked: bool = True  # the crash marker is still in the state
 
 
 class Background:
@@ -40,7 +41,6 @@ class Background:
         self._quarantine = quarantine
         self._on_done = on_done  # wakes the cycle: what the work yields is sent now, not a poll later
         self._work: dict[Hashable, _Work] = {}
-        self._marked: set[Hashable] = set()  # works whose crash marker is still in the state
 
     def result(self, job: int, unit: int, name: str, key: Hashable, work: Callable[[], T]) -> T | None:
         """`work`'s result once it has ended on the worker (its exception raised here, so the caller's
@@ -50,12 +50,11 @@ class Background:
             marker = self._quarantine.mark(job, unit, name)
             future = self._pool.submit(work)
             self._work[key] = _Work(future, job, unit, name, marker)
-            self._marked.add(key)
             future.add_done_callback(lambda _: self._on_done())
             return None
         if not found.future.done():
             return None
-        self._unmark(key)
+        self._unmark(found)
         del self._work[key]
         result: T = found.future.result(timeout=0)
         return result
@@ -78,21 +77,21 @@ class Background:
 
     def sweep(self) -> None:
         """Clear the crash markers of works that ended, taken or not (a unit may have moved on without them)."""
-        for key in [k for k in self._marked if self._work[k].future.done()]:
-            self._unmark(key)
+        for w in self._work.values():
+            if w.future.done():
+                self._unmark(w)
 
     def close(self) -> None:
         """Drop the works not started; the one running ends on its own, its result not taken. A clean stop is
         not a death: every marker goes."""
         self._pool.shutdown(wait=False, cancel_futures=True)
-        for key in list(self._marked):
-            self._unmark(key)
+        for w in self._work.values():
+            self._unmark(w)
         self._work.clear()
 
-    def _unmark(self, key: Hashable) -> None:
-        if key not in self._marked:
+    def _unmark(self, w: _Work) -> None:
+        if not w.marked:
             return
-        self._marked.discard(key)
-        w = self._work[key]
+        w.marked = False
         self._quarantine.unmark(w.marker)
         self._quarantine.ended_cleanly(w.job, w.unit, w.name)

@@ -57,6 +57,12 @@ if TYPE_CHECKING:
 DONE_STATES = (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN, UnitStatus.ASSIGNED, UnitStatus.VOIDED)
 
 
+def _verdict_key(unit_id: int, epoch: str) -> str:
+    """Where the sealed verdict of a draw (`epoch`: the seed's first 8 bytes, hex) is kept, and the key of its
+    replay in the background."""
+    return f"verdict:{unit_id}:{epoch}"
+
+
 def verdict_hash(unit_id: int, validator: str, accept: bool, transcript: bytes, salt: bytes) -> bytes:
     """The sealed verdict: keccak256(abi.encode(unitId, validator, accept, transcriptHash, salt))."""
     return keccak256(encode(["uint256", "address", "bool", "bytes32", "bytes32"],
@@ -125,7 +131,7 @@ class ValidatorDaemon(NodeDaemon):
         a deadline). Each visit reads the chain: polling every unit each cycle would take the CPU the replays run
         on."""
         epoch = str(task["seed"])[2:18]
-        if self.background.running(f"verdict:{unit_id}:{epoch}"):
+        if self.background.running(_verdict_key(unit_id, epoch)):
             return True
         return self.state.is_done(("vreveal", unit_id, epoch)) and not self._reported(unit_id, epoch)
 
@@ -147,7 +153,7 @@ class ValidatorDaemon(NodeDaemon):
             # Another validator's reject opened a dispute. A verdict we sealed is still revealed: the settlement
             # judges an unrevealed one (slashed if it was about the proven segment).
             sealed_ours = self.state.is_done(("vcommit", unit.unit_id, epoch))
-            sealed = self._kept_verdict(unit, epoch)
+            sealed = self._kept_verdict(unit.unit_id, epoch)
             if sealed_ours and sealed is not None and self.view.next_time() <= unit.reveal_deadline:
                 self._reveal(unit, task, sealed, epoch)
             return
@@ -181,17 +187,17 @@ class ValidatorDaemon(NodeDaemon):
         elif now > unit.reveal_deadline:
             self.poke(unit)  # close verdicts: no-shows are penalised and skipped
 
-    def _kept_verdict(self, unit: Unit, epoch: str) -> dict[str, Any] | None:
-        kept = self.state.get(f"verdict:{unit.unit_id}:{epoch}")
+    def _kept_verdict(self, unit_id: int, epoch: str) -> dict[str, Any] | None:
+        kept = self.state.get(_verdict_key(unit_id, epoch))
         return None if kept is None else dict(kept)
 
     def _sealed_verdict(self, unit: Unit, task: dict[str, Any], epoch: str) -> dict[str, Any] | None:
         """The verdict for this draw, computed once and kept before anything is sent; None while its replay
         runs in the background (other units' commits and reveals go on meanwhile)."""
-        kept = self._kept_verdict(unit, epoch)
+        kept = self._kept_verdict(unit.unit_id, epoch)
         if kept is not None:
             return kept
-        key = f"verdict:{unit.unit_id}:{epoch}"
+        key = _verdict_key(unit.unit_id, epoch)
         segment = int(task["segment"])
         judged = self.background.result(unit.job_id, unit.unit_id, "verdict", key,
                                         partial(self._judge, unit, segment))
@@ -282,7 +288,7 @@ class ValidatorDaemon(NodeDaemon):
         return None if commitment is None else missing_data(self.content.store, commitment.manifest_cid, segment)
 
     def _reported(self, unit_id: int, epoch: str) -> bool:
-        kept = self.state.get(f"verdict:{unit_id}:{epoch}")
+        kept = self._kept_verdict(unit_id, epoch)
         return bool(kept and kept.get("unavailable")) and self.state.is_done(("vreveal", unit_id, epoch))
 
     def _after_report(self, unit: Unit, task: dict[str, Any], epoch: str) -> None:
