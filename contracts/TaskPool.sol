@@ -133,7 +133,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
 
     /// @inheritdoc ITaskPool
     function cancelJob(uint256 jobId) external nonReentrant {
-        uint256 refund = Units.cancel(_s, jobId);
+        uint256 refund = Units.cancel(_s, registry, jobId);
         emit JobCancelled(jobId, refund);
     }
 
@@ -165,7 +165,7 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
         StoredUnit storage u = _s.unitIn(unitId, UnitStatus.Assigned);
         // INVARIANT: only the unit's solver commits its work.
         if (msg.sender != u.solver) revert NotSolver(unitId, msg.sender);
-        u.commit(unitId, checkpointRoot, finalStateHash, manifestCid);
+        Units.commit(_s, u, unitId, checkpointRoot, finalStateHash, manifestCid);
     }
 
     /// @inheritdoc ITaskPool
@@ -397,6 +397,12 @@ contract TaskPool is ITaskPool, Ownable, ReentrancyGuardTransient {
     function phaseState(uint256 jobId) external view returns (uint32 settling, uint32 unsettled, uint32 live) {
         Job storage j = _s.jobs[jobId];
         return (j.settling, j.unsettled, j.live);
+    }
+
+    /// @inheritdoc ITaskPool
+    function commitBy(uint256 unitId) external view returns (uint64) {
+        StoredUnit storage u = _s.units[unitId];
+        return u.status == UnitStatus.Assigned ? Units.commitBy(_s.jobs[u.jobId], u) : 0;
     }
 
     /// @inheritdoc ITaskPool

@@ -91,6 +91,8 @@ interface ITaskPool {
     /// @notice Units are paid phase by phase: phase `settling` of the unit's job still has a unit that is not Final,
     ///         and the unit's own inputs could still be overturned.
     error EarlierPhaseUnsettled(uint256 unitId, uint32 settling);
+    /// @notice The unit's phase is open for claims but not armed: the phase it is built on is not all Verified yet.
+    error PhaseNotArmed(uint256 unitId);
 
     /// @notice A job was submitted and its budget escrowed.
     event JobSubmitted(
@@ -158,6 +160,9 @@ interface ITaskPool {
     /// @notice A unit was voided: a unit of an earlier phase it was built on was overturned. Its solver and validators
     ///         were released unpaid (not penalised); its phase opens anew once the overturned unit is verified again.
     event UnitVoided(uint256 indexed unitId);
+    /// @notice The job's phase of (`round`, `isAggregation`) is armed: the phase it is built on is all Verified (or it
+    ///         is the first), so its units may commit; a unit claimed before has its commit window from now.
+    event PhaseArmed(uint256 indexed jobId, uint32 round, bool isAggregation);
     /// @notice The unit is final and paid.
     event UnitFinalized(uint256 indexed unitId, address indexed solver, uint256 solverPay, uint256 validatorPay);
     /// @notice `account` was credited `amount`.
@@ -303,6 +308,9 @@ interface ITaskPool {
     /// @notice Pipelined rounds: the oldest phase still being paid (`settling`), its units not yet Final, and the
     ///         job's units opened and not yet Final, Cancelled or Voided. Phases are numbered `Phases.phaseOf`.
     function phaseState(uint256 jobId) external view returns (uint32 settling, uint32 unsettled, uint32 live);
+    /// @notice When the solver of assigned unit `unitId` must have committed (after it, anyone may time it out): 0 if
+    ///         the unit is not Assigned, type(uint64).max while its phase is not armed (`PhaseArmed`).
+    function commitBy(uint256 unitId) external view returns (uint64);
     /// @notice Full unit state (validators, deadlines, seed, dispute).
     function getUnit(uint256 unitId) external view returns (Unit memory);
     /// @notice Number of checkpoint segments of the unit (1 for aggregation units).

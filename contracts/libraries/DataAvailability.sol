@@ -171,8 +171,8 @@ library DataAvailability {
         uint256 pot = _releasePanel(s, registry, unitId, u, taken);
         pot = _payReporters(s, registry, unitId, u.nValidators, pot);
         s.books.addCredit(j.requester, pot);
-        // A requester's claim withholds a Verified unit, on which a later phase may have been built.
-        Units.reopen(s, registry, unitId, u, j, u.status == UnitStatus.Verified);
+        // Committed (or, a requester's claim, Verified): a later phase may have been opened on it.
+        Units.reopen(s, registry, unitId, u, j, true, u.status == UnitStatus.Verified);
     }
 
     /// @dev The unanswered reporters share `pot` (bond back, a completed job each); returns the rounding rest.

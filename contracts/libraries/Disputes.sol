@@ -159,7 +159,7 @@ library Disputes {
         } else if (outcome == Outcome.SolverHonest) {
             Units.honest(s, registry, unitId, u, passed, c.validatorBond, c.validatorFee);
         } else {
-            Units.reopen(s, registry, unitId, u, j, passed);
+            Units.reopen(s, registry, unitId, u, j, true, passed);
         }
     }
 

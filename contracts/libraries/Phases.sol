@@ -8,12 +8,17 @@ import {Books, Job, JobCore, Panel, PoolState, StoredUnit} from "../types/Pool.s
 import {Ledger} from "./Ledger.sol";
 import {Verdicts} from "./Verdicts.sol";
 
-/// @title Phases: pipelined rounds. A job's phases open when the previous one is Verified, are paid in order,
-///        and are voided when a unit they were built on is overturned (docs/contracts.md, "Pipelined rounds").
+/// @title Phases: pipelined rounds. A job's phases open for claims when the previous one is Committed, are armed
+///        when it is Verified, are paid in order, and are voided when a unit they were built on is overturned
+///        (docs/contracts.md, "Pipelined rounds").
 /// @notice A job's phases, in order: round 0's training units, round 0's aggregation unit (sharded jobs only),
 ///         round 1's training units, ... Phase k+1 is computed from phase k's committed results, so it may start
 ///         as soon as every unit of phase k is Verified: the challenge window of phase k then runs while phase
-///         k+1 trains, instead of before it. In exchange:
+///         k+1 trains, instead of before it. It even opens for claims once every unit of phase k is Committed
+///         (`early`): its claim auction and its solvers' work run while phase k's validators replay. It is armed
+///         when phase k is all Verified; before that its units cannot commit (so nobody is drawn to replay work
+///         built on unverified inputs) and cannot time out (a withheld input never costs its solver a deadline).
+///         In exchange:
 ///         - a unit is paid only once every earlier phase is Final (`settling`), so nobody is paid for work whose
 ///           inputs can still be overturned;
 ///         - when a unit that had been Verified is overturned (proven fraud, no quorum, withheld data), every
@@ -72,14 +77,26 @@ library Phases {
 
     /// @notice Open job `jobId`'s first phase (at submission).
     function openFirst(PoolState storage s, uint256 jobId) external {
-        _open(s, jobId, s.jobs[jobId], 0);
+        Job storage j = s.jobs[jobId];
+        _open(s, jobId, j, 0);
+        _arm(jobId, j, 0);
     }
 
-    /// @notice Every unit of job `jobId`'s newest phase is Verified (or beyond): open the next phase, if the job is
-    ///         active, has one, and would not run more than `MAX_AHEAD` phases ahead of the one being paid.
-    /// @dev Idempotent: once the next phase is open, `pending` counts its units.
+    /// @notice Every unit of job `jobId`'s newest armed phase is Committed (or beyond): open the next phase for
+    ///         claims; or every one is Verified (or beyond): arm the next phase, opening it first if it is not open.
+    ///         Only if the job is active, has a next phase, and would not run more than `MAX_AHEAD` phases ahead of
+    ///         the one being paid.
+    /// @dev Idempotent: once the next phase is armed, `pending` and `uncommitted` count its units.
     function openNext(PoolState storage s, uint256 jobId) external {
         _openNext(s, jobId, s.jobs[jobId]);
+    }
+
+    /// @notice Void job `jobId`'s phase opened early, if any (the job is being cancelled: it will never be armed).
+    function dropEarly(PoolState storage s, INodeRegistry registry, uint256 jobId) external {
+        Job storage j = s.jobs[jobId];
+        if (!j.early) return;
+        _voidPhase(s, registry, jobId, j, newest(j) + 1);
+        j.early = false;
     }
 
     /// @notice The last unfinished unit of job `jobId`'s phase `settling` ended (Final, or Cancelled with its job):
@@ -120,19 +137,41 @@ library Phases {
     }
 
     function _openNext(PoolState storage s, uint256 jobId, Job storage j) private {
-        if (j.pending != 0 || j.status != JobStatus.Active) return;
+        if (j.status != JobStatus.Active) return;
         uint32 next = newest(j) + 1;
-        if (next >= count(j.p) || next - j.settling > MAX_AHEAD) return;
-        _open(s, jobId, j, next);
+        if (next >= count(j.p)) return;
+        if (j.pending == 0) {
+            if (j.early) {
+                _arm(jobId, j, next); // opened under the same bound
+            } else if (next - j.settling <= MAX_AHEAD) {
+                _open(s, jobId, j, next);
+                _arm(jobId, j, next);
+            }
+        } else if (j.uncommitted == 0 && !j.early && next - j.settling <= MAX_AHEAD) {
+            _open(s, jobId, j, next);
+            j.early = true;
+        }
     }
 
-    /// @dev Open phase `phase` of job `jobId`: its shards' training units or its round's aggregation unit.
-    function _open(PoolState storage s, uint256 jobId, Job storage j, uint32 phase) private {
+    /// @dev Phase `phase` (the one after the newest armed one, open) is the newest armed one now: its units may
+    ///      commit, and a unit claimed before now has its commit window from now (`Units.commitBy`).
+    function _arm(uint256 jobId, Job storage j, uint32 phase) private {
         (uint32 round, bool agg) = roundOf(j.p.shards, phase);
         uint32 n = agg ? 1 : j.p.shards;
         j.round = round;
         j.aggPhase = agg;
         j.pending = n;
+        j.uncommitted = uint8(n); // none committed while unarmed; n <= MAX_SHARDS
+        j.early = false;
+        j.armedAt = uint64(block.timestamp);
+        emit ITaskPool.PhaseArmed(jobId, round, agg);
+    }
+
+    /// @dev Open phase `phase` of job `jobId` for claims: its shards' training units or its round's aggregation
+    ///      unit. `_arm` makes it the newest armed phase (at once, or once the phase before it is Verified).
+    function _open(PoolState storage s, uint256 jobId, Job storage j, uint32 phase) private {
+        (uint32 round, bool agg) = roundOf(j.p.shards, phase);
+        uint32 n = agg ? 1 : j.p.shards;
         if (phase == j.settling) j.unsettled = n; // the phase to pay next opens only now
         j.live += n;
         j.p.unopened -= n;
@@ -155,21 +194,31 @@ library Phases {
         if (j.status == JobStatus.Cancelled && j.live == 0 && j.escrow != 0) s.books.refund(j, j.escrow);
     }
 
-    /// @notice A unit of job `jobId`'s phase `phase` that had been Verified is reopened: every later phase was
-    ///         built on its overturned result and is voided; `phase` is the newest phase again, waiting for it.
-    function overturned(PoolState storage s, INodeRegistry registry, uint256 jobId, uint32 phase) external {
+    /// @notice A unit of job `jobId`'s phase `phase` that had been Committed (`passed`: and Verified) is reopened:
+    ///         every later phase, armed or opened early, was built on its overturned result and is voided; `phase`
+    ///         is the newest armed phase again, waiting for it.
+    function overturned(PoolState storage s, INodeRegistry registry, uint256 jobId, uint32 phase, bool passed)
+        external
+    {
         Job storage j = s.jobs[jobId];
         uint32 last = newest(j);
+        if (j.early) {
+            _voidPhase(s, registry, jobId, j, last + 1);
+            j.early = false;
+        }
         if (phase == last) {
-            ++j.pending;
+            if (passed) ++j.pending;
+            ++j.uncommitted;
             return;
         }
         for (uint32 q = last; q > phase; --q) {
             _voidPhase(s, registry, jobId, j, q);
         }
         (j.round, j.aggPhase) = roundOf(j.p.shards, phase);
-        // Every other unit of `phase` is Verified or beyond: a later phase had opened.
+        // Every other unit of `phase` is Verified or beyond: a later phase had been armed. (Only the newest armed
+        // phase has units Committed and not Verified, so a unit of an earlier one had `passed`.)
         j.pending = 1;
+        j.uncommitted = 1;
     }
 
     /// @dev Void every unit of phase `q` (none is Final: only phase `settling` and earlier are paid). Their reserve

@@ -13,8 +13,9 @@ import {Verdicts} from "./Verdicts.sol";
 /// @title Units: the job and unit state machine of TaskPool.
 /// @notice Open -> Assigned -> Committed -> Verified -> Final, with Disputed, reopening and cancelling
 ///         (docs/contracts.md). Jobs create their units phase by phase: a round's training units, then
-///         its aggregation unit when sharded, then the next round; a phase opens once the previous one is
-///         Verified and is paid once every earlier one is Final (`Phases`).
+///         its aggregation unit when sharded, then the next round; a phase opens for claims once the previous
+///         one is Committed, its units commit once that one is Verified, and it is paid once every earlier one
+///         is Final (`Phases`).
 /// @dev Internal functions are inlined into TaskPool: the per-unit honest path pays no call. External ones
 ///      run once per job (`create`) or off the honest path: deployed once, linked into TaskPool and run by
 ///      DELEGATECALL on its storage (so `msg.sender` is TaskPool's caller and events come from TaskPool).
@@ -140,16 +141,19 @@ library Units {
 
     /// @notice The requester cancels active job `jobId`: open units are cancelled; they and the unopened
     ///         units are refunded now, or the whole escrow if nothing is in flight.
-    function cancel(PoolState storage s, uint256 jobId) external returns (uint256 refund) {
+    function cancel(PoolState storage s, INodeRegistry registry, uint256 jobId) external returns (uint256 refund) {
         Job storage j = job(s, jobId);
         // INVARIANT: only the requester cancels, and only an active job.
         if (msg.sender != j.requester) revert ITaskPool.NotRequester(jobId, msg.sender);
         if (j.status != JobStatus.Active) revert ITaskPool.JobNotActive(jobId, uint8(j.status));
+        // A phase opened early would never be armed: void it while the job is active, so that its units'
+        // reserve counts as unopened (refunded below) and its solvers get their collateral back.
+        Phases.dropEarly(s, registry, jobId);
         j.status = JobStatus.Cancelled;
         uint256 reserve = uint256(j.p.maxPricePerUnit) + uint256(s.params.validatorsPerUnit) * s.params.validatorFee;
         refund = uint256(j.p.unopened) * reserve;
         j.p.unopened = 0;
-        // Only the newest phase has open units: every earlier one is Verified or beyond.
+        // Only the newest armed phase has open units: every earlier one is Verified or beyond.
         uint32 cancelled;
         uint32 phase = Phases.newest(j);
         uint256 first = Phases.firstOf(s, jobId, phase);
@@ -180,13 +184,14 @@ library Units {
     ///      do not have to lose: rotating addresses could hold every unit one commit window after another.
     function timeOut(PoolState storage s, INodeRegistry registry, uint256 unitId) external {
         StoredUnit storage u = unitIn(s, unitId, UnitStatus.Assigned);
-        // INVARIANT: a solver keeps its unit until its commit deadline.
-        if (block.timestamp <= u.deadline) revert ITaskPool.DeadlineNotReached(unitId, u.deadline);
         Job storage j = s.jobs[u.jobId];
+        // INVARIANT: a solver keeps its unit until its commit deadline, which runs only once its phase is armed.
+        uint64 by = commitBy(j, u);
+        if (block.timestamp <= by) revert ITaskPool.DeadlineNotReached(unitId, by);
         address solver = u.solver;
         uint256 taken = _penaliseSolver(s, registry, j, solver);
         emit ITaskPool.UnitTimedOut(unitId, solver, taken);
-        reopen(s, registry, unitId, u, j, false);
+        reopen(s, registry, unitId, u, j, false, false);
     }
 
     /// @notice The draw of committed unit `unitId` found nobody: the unit waits for validators, undrawn, with
@@ -221,7 +226,7 @@ library Units {
         address solver = u.solver;
         uint256 taken = _penaliseSolver(s, registry, s.jobs[u.jobId], solver);
         emit ITaskPool.SeedExpired(unitId, solver, taken);
-        reopen(s, registry, unitId, u, s.jobs[u.jobId], false);
+        reopen(s, registry, unitId, u, s.jobs[u.jobId], true, false);
     }
 
     /// @dev A solver's liveness fault: unlock its collateral less `livenessPenaltyBps` of it (credited to the job's
@@ -257,7 +262,8 @@ library Units {
         // INVARIANT: only the unit's solver publishes progress on it, and only before its commit deadline,
         // which a partial never moves (so it neither buys time nor escapes the liveness penalty).
         if (msg.sender != u.solver) revert ITaskPool.NotSolver(unitId, msg.sender);
-        if (block.timestamp > u.deadline) revert ITaskPool.DeadlinePassed(unitId, u.deadline);
+        uint64 by = commitBy(s.jobs[u.jobId], u);
+        if (block.timestamp > by) revert ITaskPool.DeadlinePassed(unitId, by);
         Partial storage p = s.partials[unitId];
         uint256 atLeast = p.solver == msg.sender ? uint256(p.segments) + 1 : 1;
         uint256 n = numSegments(s, u);
@@ -294,16 +300,34 @@ library Units {
         emit ITaskPool.UnitClaimed(unitId, solver, price, u.deadline);
     }
 
-    /// @dev Assigned -> Committed (before the commit deadline); randomness will come from the next block.
+    /// @notice When assigned unit `u` of job `j` may be timed out: its commit deadline, or `armedAt` plus the
+    ///         job's commit window if its phase was armed after the claim; never while its phase is unarmed.
+    /// @dev An Assigned unit is in the newest armed phase or in the one opened early (a reopened unit voids every
+    ///      later phase), so `armedAt` is its phase's.
+    function commitBy(Job storage j, StoredUnit storage u) internal view returns (uint64) {
+        if (j.early && Phases.ofUnit(j, u) != Phases.newest(j)) return type(uint64).max;
+        uint64 by = u.deadline;
+        if (block.timestamp <= by) return by; // the common case reads no more of the job
+        uint64 armed = j.armedAt + j.commitWindow;
+        return armed > by ? armed : by;
+    }
+
+    /// @dev Assigned -> Committed (before the commit deadline, once its phase is armed); randomness will come
+    ///      from the next block. The phase's last commitment opens the next phase for claims (linked, once).
     function commit(
+        PoolState storage s,
         StoredUnit storage u,
         uint256 unitId,
         bytes32 checkpointRoot,
         bytes32 finalStateHash,
         string calldata manifestCid
     ) internal {
+        Job storage j = s.jobs[u.jobId];
+        // INVARIANT: nothing built on inputs not yet Verified is committed, so nobody is drawn to replay it.
+        if (j.early && Phases.ofUnit(j, u) != Phases.newest(j)) revert ITaskPool.PhaseNotArmed(unitId);
         // INVARIANT: work is committed before the commit deadline, or the unit can be taken back.
-        if (block.timestamp > u.deadline) revert ITaskPool.DeadlinePassed(unitId, u.deadline);
+        uint64 by = commitBy(j, u);
+        if (block.timestamp > by) revert ITaskPool.DeadlinePassed(unitId, by);
         u.status = UnitStatus.Committed;
         u.checkpointRoot = checkpointRoot;
         u.seedBlock = uint64(block.number);
@@ -311,6 +335,7 @@ library Units {
         // same slot as `seedBlock`: no extra SSTORE.
         u.commitDeadline = 0;
         emit ITaskPool.UnitCommitted(unitId, checkpointRoot, finalStateHash, manifestCid);
+        if (--j.uncommitted == 0) Phases.openNext(s, u.jobId);
     }
 
     /// @dev Committed -> Verified; challenges are accepted for `challengeWindow` seconds. The last unit of its
@@ -373,14 +398,16 @@ library Units {
         if (--j.unsettled == 0) Phases.phaseSettled(s, u.jobId);
     }
 
-    /// @dev Back to Open for another solver (or Cancelled when its job was cancelled), validators cleared. `passed`:
-    ///      the unit had been Verified, so later phases may have been built on it: they are voided.
+    /// @dev Back to Open for another solver (or Cancelled when its job was cancelled), validators cleared.
+    ///      `committed`: the unit had been Committed, so later phases may have been opened on it (`passed`: and
+    ///      Verified): they are voided.
     function reopen(
         PoolState storage s,
         INodeRegistry registry,
         uint256 unitId,
         StoredUnit storage u,
         Job storage j,
+        bool committed,
         bool passed
     ) internal {
         s.panels[unitId].clear(u.nValidators);
@@ -394,7 +421,7 @@ library Units {
         u.checkpointRoot = bytes32(0);
         u.seed = bytes32(0);
         delete s.avail[unitId]; // reports and claims were about the failed attempt
-        if (passed) Phases.overturned(s, registry, u.jobId, Phases.ofUnit(j, u));
+        if (committed) Phases.overturned(s, registry, u.jobId, Phases.ofUnit(j, u), passed);
         if (j.status == JobStatus.Cancelled) {
             u.status = UnitStatus.Cancelled;
             --j.live;

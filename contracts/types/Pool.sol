@@ -41,26 +41,29 @@ struct JobCore {
     uint128 collateralPerUnit;
 }
 
-/// @dev 5 storage slots: (requester,status,round,aggPhase,pending) (p: 2 slots) (commitWindow,escrow)
-///      (settling,unsettled,live). A job's phases are its rounds' training units and, when sharded, each round's
-///      aggregation unit, numbered in order (`Phases.phaseOf`); where each starts is `PoolState.phaseStart`. The
-///      newest opened phase is (round, aggPhase); the next one opens once all its units are Verified (pipelined
-///      rounds), while payment goes phase by phase from `settling` (docs/contracts.md, "Pipelined rounds").
-///      130 bytes need 5 slots however ordered; this order keeps what the honest path writes together (slot 0
-///      at verify, slot 4 at finalize).
+/// @dev 5 storage slots: (requester,status,round,aggPhase,pending,early,uncommitted) (p: 2 slots)
+///      (commitWindow,escrow) (settling,unsettled,live,armedAt). A job's phases are its rounds' training units and,
+///      when sharded, each round's aggregation unit, numbered in order (`Phases.phaseOf`); where each starts is
+///      `PoolState.phaseStart`. The newest armed phase is (round, aggPhase); the next one opens for claims once all
+///      its units are Committed (`early`) and is armed once they are all Verified (pipelined rounds), while payment
+///      goes phase by phase from `settling` (docs/contracts.md, "Pipelined rounds"). This order keeps what the
+///      honest path writes together (slot 0 at commit and verify, slot 4 at finalize).
 // solhint-disable-next-line gas-struct-packing
 struct Job {
     address requester;
     JobStatus status;
-    uint32 round; // of the newest opened phase
-    bool aggPhase; // the newest opened phase is its round's aggregation
-    uint32 pending; // units of the newest opened phase not yet Verified
+    uint32 round; // of the newest armed phase
+    bool aggPhase; // the newest armed phase is its round's aggregation
+    uint32 pending; // units of the newest armed phase not yet Verified
+    bool early; // the phase after the newest armed one is open for claims, not yet armed (`Phases`)
+    uint8 uncommitted; // units of the newest armed phase not yet Committed (<= MAX_SHARDS)
     JobCore p;
     uint64 commitWindow;
     uint128 escrow;
     uint32 settling; // the oldest phase with a unit not yet Final: only its units may be finalized
     uint32 unsettled; // units of phase `settling` not yet Final
     uint32 live; // units opened and not yet Final, Cancelled or Voided (a cancelled job refunds when none is)
+    uint64 armedAt; // when the newest armed phase was armed: a unit claimed before has its commit window from here
 }
 
 /// @dev Storage form of a unit (`getUnit` rebuilds `Unit`). An honest lifecycle touches 5 slots:

@@ -175,6 +175,11 @@ class TaskPool(BoundContract):
     def phase_state(self, job_id: int, *, block: Block = "latest") -> PhaseState:
         return PhaseState.from_abi(self.call("phaseState", job_id, block=block))
 
+    def commit_by(self, unit_id: int, *, block: Block = "latest") -> int:
+        """When an assigned unit's solver must have committed: its deadline, later if its phase was armed after
+        the claim, `NOT_ARMED` while its phase waits for the one it is built on to be Verified; 0 if not Assigned."""
+        return int(self.call("commitBy", unit_id, block=block))
+
     def claim_score(self, node: str, unit_id: int, *, block: Block = "latest") -> ClaimScore:
         return ClaimScore.from_abi(self.call("claimScore", node, unit_id, block=block))
 

@@ -182,6 +182,10 @@ class UnitBar:
         self._stored = self.checkpoints
         self.board.update(self.task, detail=f"checkpoints {self.checkpoints}/{self.checkpoints}, committing")
 
+    def waiting(self, why: str) -> None:
+        """Trained; the commit waits for `why`."""
+        self.board.update(self.task, detail=f"checkpoints {self.checkpoints}/{self.checkpoints}, waiting: {why}")
+
     def committed(self) -> None:
         self.board.finish(self.task, f"checkpoints {self.checkpoints}/{self.checkpoints}, committed")
 

@@ -250,7 +250,8 @@ class NodeDaemon(Daemon):
         """Take whatever permissionless transition is due for `unit`. True if one was sent."""
         now = self.view.next_time()  # the time our transaction is checked against
         try:
-            if unit.status is UnitStatus.ASSIGNED and now > unit.deadline:
+            # A phase armed after the claim moves its deadline (`commitBy`); an unarmed one has none yet.
+            if unit.status is UnitStatus.ASSIGNED and now > unit.deadline and now > self.pool.commit_by(unit.unit_id):
                 self.pool.timeout_claim(unit.unit_id)
                 self.log.info("keeper.timeout", unit=unit.unit_id, solver=unit.solver)
                 return True

@@ -68,6 +68,7 @@ CLAIM_MISSES = frozenset({"BadUnitStatus", "ScoreTooLow", "HardwareMismatch", "P
 
 
 ENDED = (UnitStatus.FINAL, UnitStatus.CANCELLED, UnitStatus.OPEN, UnitStatus.VOIDED)  # not in a solver's hands
+NOT_ARMED = 2**64 - 1  # `commitBy` of a unit whose phase waits for the one it is built on to be Verified
 
 
 class Interrupted(TrainingError):
@@ -97,6 +98,10 @@ class SolverDaemon(NodeDaemon):
         self._fit: dict[int, tuple[JobParams | None, int | None]] = {}  # job -> preflight passed (params, segments)
         self._unit_fit: set[int] = set()  # units whose own data and step table entries passed `check_unit`
         self._exact: dict[int, bool] = {}  # job -> its spec is mode exact (set by `preflight`)
+        # Work done on a unit whose phase is not armed yet (pipelined rounds: it opened for claims when the phase it
+        # is built on was Committed; it may commit once that one is Verified), by commit key. Lost on a restart:
+        # the unit's record (or a quick aggregation) gives it again.
+        self._ready: dict[tuple[str, int, int], tuple[UnitCommitment, float, UnitBar]] = {}
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -306,28 +311,42 @@ class SolverDaemon(NodeDaemon):
     # -- training and committing -------------------------------------------------------------
 
     def _solve(self, unit: Unit) -> None:
-        if self.view.next_time() > unit.deadline:
+        # The claim's deadline, or later: a phase armed after the claim gives its whole commit window from then.
+        if self.view.next_time() > unit.deadline and self.view.next_time() > self.pool.commit_by(unit.unit_id):
             self.log.warning("unit.deadline_missed", unit=unit.unit_id)
             return  # anyone may now time it out; keep following until it leaves our hands
         epoch = unit.deadline
         key = ("commit", unit.unit_id, epoch)
         if self.state.is_done(key):
             return
-        started = time.perf_counter()
-        bar = self._unit_bar = self._bar(unit)
-        try:
-            commitment = self._work(unit, epoch)
-        except Voided as e:
-            bar.failed("voided")
-            self.state.mark_done(key, detail="voided")
-            self.log.warning("unit.voided", unit=unit.unit_id, job=unit.job_id, reason=str(e))
+        ready = self._ready.pop(key, None)
+        if ready is None:
+            bar = self._unit_bar = self._bar(unit)
+            started = time.perf_counter()
+            try:
+                commitment = self._work(unit, epoch)
+            except Voided as e:
+                bar.failed("voided")
+                self.state.mark_done(key, detail="voided")
+                self.log.warning("unit.voided", unit=unit.unit_id, job=unit.job_id, reason=str(e))
+                return
+            except BaseException as e:
+                bar.failed(f"stopped: {type(e).__name__}")
+                raise
+            finally:
+                self._unit_bar = None
+            train_s = time.perf_counter() - started
+        else:
+            commitment, train_s, bar = ready
+        if self.pool.commit_by(unit.unit_id) == NOT_ARMED:
+            # Built on results not Verified yet: the commit waits (the contract refuses it, `PhaseNotArmed`) while
+            # the cycle goes on; the unit cannot time out meanwhile.
+            if ready is None:
+                self.log.info("unit.waiting_for_inputs", unit=unit.unit_id, job=unit.job_id,
+                              train_s=round(train_s, 4))
+                bar.waiting("inputs not verified yet")
+            self._ready[key] = (commitment, train_s, bar)
             return
-        except BaseException as e:
-            bar.failed(f"stopped: {type(e).__name__}")
-            raise
-        finally:
-            self._unit_bar = None
-        train_s = time.perf_counter() - started
         bar.committing()
 
         def committed() -> bool:

@@ -30,10 +30,11 @@ from gensyn_py.proof.replay import fetch_manifest
 from gensyn_py.proof.state import state_hash_of_bytes
 from gensyn_py.types import JobStatus, Unit, UnitStatus
 
-# A unit whose committed result the next phase may be built on: the contract opens a phase once every unit of the
-# previous one is Verified (pipelined rounds); a challenged one stays Disputed until judged, and if it is overturned
-# the phases built on it are voided.
-BUILT_ON = (UnitStatus.VERIFIED, UnitStatus.DISPUTED, UnitStatus.FINAL)
+# A unit whose committed result the next phase may be built on: the contract opens a phase for claims once every
+# unit of the previous one is Committed, and arms it (its units may commit, validators replay them) once they are
+# all Verified (pipelined rounds). A solver works on Committed inputs; a validator only ever sees Verified (or
+# Disputed, judged later, or Final) ones. If one is overturned the phases built on it are voided.
+BUILT_ON = (UnitStatus.COMMITTED, UnitStatus.VERIFIED, UnitStatus.DISPUTED, UnitStatus.FINAL)
 
 if TYPE_CHECKING:
     import torch
@@ -120,10 +121,10 @@ class JobContent:
         return UnitResult(unit.unit_id, unit.shard, c.final_state_hash, m.checkpoint_cids[-1])
 
     def round_results(self, job_id: int, round_: int) -> list[UnitResult]:
-        """Every training unit's result of a round, in shard order; all must be verified (or final)."""
+        """Every training unit's result of a round, in shard order; all must be committed (or beyond)."""
         training, _ = self.view.round_units(job_id, round_)
         if any(u.status not in BUILT_ON for u in training):
-            raise VerificationError(f"job {job_id} round {round_} is not verified yet")
+            raise VerificationError(f"job {job_id} round {round_} is not committed yet")
         return [self.result(u) for u in training]
 
     def _result_bytes(self, unit: Unit) -> bytes:
@@ -146,7 +147,7 @@ class JobContent:
             return None if spec.init is None else self.parent_model(spec)
         previous = self.view.final_unit(job_id, round_, spec.shards)
         if previous is None or previous.status not in BUILT_ON:
-            raise VerificationError(f"job {job_id} round {round_ - 1} has no verified result yet")
+            raise VerificationError(f"job {job_id} round {round_ - 1} has no committed result yet")
         weights: dict[str, torch.Tensor] = self.model_of(previous)
         if spec.aggregation.inner_state == "carry":
             training, _ = self.view.round_units(job_id, round_ - 1)
@@ -201,5 +202,5 @@ class JobContent:
             return None
         previous = self.view.final_unit(job_id, round_, spec.shards)
         if previous is None or previous.status not in BUILT_ON:
-            raise VerificationError(f"job {job_id} round {round_ - 1} has no verified aggregate yet")
+            raise VerificationError(f"job {job_id} round {round_ - 1} has no committed aggregate yet")
         return self.result(previous)

@@ -52,6 +52,9 @@ def describe_event(e: EventRecord) -> str:
         case "UnitOpened":
             kind = "aggregation" if a["isAggregation"] else f"shard {a['shard']}"
             return f"{unit} opened (round {a['round']}, {kind})"
+        case "PhaseArmed":
+            kind = "aggregation" if a["isAggregation"] else "training"
+            return f"round {a['round']} {kind} armed: what it is built on is verified, its units may commit"
         case "UnitClaimed":
             return f"{unit} claimed by {short(a['solver'])} at {format_tokens(int(a['price']))}"
         case "UnitTimedOut":

@@ -1,5 +1,6 @@
-"""Pipelined rounds (issue 15): a phase opens once the previous one is Verified, units are paid phase by phase,
-and overturning a unit voids the work built on it, so nobody is paid for work built on a fraud.
+"""Pipelined rounds (issue 15): a phase opens for claims once the previous one is Committed and is armed (its units
+commit) once that one is Verified, units are paid phase by phase, and overturning a unit voids the work built on
+it, so nobody is paid for work built on a fraud.
 
 A job's phases: round 0's training units, round 0's aggregation unit, round 1's training units, ... Each play
 runs on a pool whose challenge window (1 hour) outlasts a claim, so a later phase trains while an earlier one
@@ -28,7 +29,8 @@ JOB = {"maxPricePerUnit": PRICE, "collateralPerUnit": COLLATERAL, "commitWindow"
 
 @pytest.fixture(scope="module")
 def pipe_base(w3: Any, accounts: Any, artifacts: Any) -> Protocol:
-    p = Protocol(w3, accounts, artifacts, {"challengeWindow": 3600, "unbondingDelay": 10_000})
+    # A short claim auction: a phase opened early is claimed well inside its inputs' verdict windows.
+    p = Protocol(w3, accounts, artifacts, {"challengeWindow": 3600, "claimWindow": 4, "unbondingDelay": 10_000})
     p.standard_cast()
     return p
 
@@ -208,29 +210,176 @@ def test_a_dispute_in_flight_on_voided_work_still_settles_its_liars_and_pays_no_
     assert p.registry.functions.lockedOf(honest.address).call() == 0
 
 
-def test_a_unit_rejected_at_its_verdicts_opens_no_later_phase_until_judged_honest(pipe: Protocol) -> None:
+NOT_ARMED = 2**64 - 1
+
+
+def _claim(p: Protocol, unit_id: int, solver: LocalAccount) -> None:
+    p.advance(p.params["claimWindow"])  # the required score has decayed to 0
+    p.tx(solver, p.pool.functions.claim(unit_id))
+    p.check_conservation()
+
+
+def _armed(p: Protocol, job: int) -> list[tuple[int, bool]]:
+    """(round, isAggregation) of each `PhaseArmed` of the job, in order."""
+    logs = p.pool.events.PhaseArmed().get_logs(from_block=0, argument_filters={"jobId": job})
+    return [(int(e["args"]["round"]), bool(e["args"]["isAggregation"])) for e in logs]
+
+
+def test_the_next_phase_opens_for_claims_once_committed_and_commits_once_verified(pipe: Protocol) -> None:
     p = pipe
-    solver = p.accounts[2]
+    solver, aggregator = p.accounts[2], _solver(p)
+    job = p.submit(p.accounts[1], shards=2, **JOB)
+    work, agg = Work.honest(4), Work.honest(1, b"agg")
+    assert _armed(p, job) == [(0, False)]
+    _verified(p, 1, solver, work)
+    claim_and_commit(p, 2, solver, work)
+    # Every training unit is Committed: the aggregation opens for claims while unit 2's validators replay.
+    assert p.unit(3)["status"] == OPEN and p.unit(3)["shard"] == 2**32 - 1
+    _claim(p, 3, aggregator)
+    assert p.pool.functions.commitBy(3).call() == NOT_ARMED
+    err = expect(p, "PhaseNotArmed", aggregator, p.pool.functions.commit(3, agg.root, agg.final_hash, "bafyagg"))
+    assert err.error_args == {"unitId": 3}
+    validators = p.unit(2)["validators"]
+    truth = {v: (True, work.segments[p.segment_of(2, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, 2, truth)
+    # Its inputs unverified, it has no deadline: nobody can take it from its solver meanwhile.
+    p.advance(JOB_COMMIT_WINDOW + 1)
+    expect(p, "DeadlineNotReached", p.accounts[9], p.pool.functions.timeoutClaim(3))
+    for v, (acc, th) in truth.items():
+        reveal(p, 2, v, acc, th, work)
+    assert p.unit(2)["status"] == VERIFIED
+    # Armed: the commit window runs from now (its claim's own deadline has passed).
+    assert _armed(p, job) == [(0, False), (0, True)]
+    assert p.pool.functions.commitBy(3).call() == p.now() + JOB_COMMIT_WINDOW
+    p.tx(aggregator, p.pool.functions.commit(3, agg.root, agg.final_hash, "bafyagg"))
+    p.check_conservation()
+    assert p.unit(3)["status"] == 3  # Committed
+    assert p.pool.functions.commitBy(3).call() == 0
+
+
+def test_an_armed_unit_claimed_early_times_out_a_commit_window_after_arming(pipe: Protocol) -> None:
+    p = pipe
+    solver, lazy = p.accounts[2], _solver(p)
+    p.submit(p.accounts[1], shards=2, **JOB)
+    work = Work.honest(4)
+    _verified(p, 1, solver, work)
+    claim_and_commit(p, 2, solver, work)
+    _claim(p, 3, lazy)
+    validators = p.unit(2)["validators"]
+    truth = {v: (True, work.segments[p.segment_of(2, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, 2, truth)
+    for v, (acc, th) in truth.items():
+        reveal(p, 2, v, acc, th, work)
+    by = p.pool.functions.commitBy(3).call()
+    assert by >= p.unit(3)["deadline"]
+    p.advance(by - p.now() - 2)  # the next block is at most a second later
+    err = expect(p, "DeadlineNotReached", p.accounts[9], p.pool.functions.timeoutClaim(3))
+    assert err.error_args["deadline"] == by
+    p.advance(3)
+    p.tx(p.accounts[9], p.pool.functions.timeoutClaim(3))
+    p.check_conservation()
+    assert p.unit(3)["status"] == OPEN
+
+
+def test_a_unit_rejected_at_its_verdicts_keeps_the_phase_opened_on_it_unarmed_until_judged_honest(
+    pipe: Protocol,
+) -> None:
+    p = pipe
+    solver, aggregator = p.accounts[2], _solver(p)
     job = p.submit(p.accounts[1], shards=2, **JOB)
     work, agg = Work.honest(4), Work.honest(1, b"agg")
     _verified(p, 1, solver, work)
     claim_and_commit(p, 2, solver, work)
+    _claim(p, 3, aggregator)  # opened for claims on unit 2's commitment
     va = p.unit(2)["validators"][0]
     commit_verdicts(p, 2, {va: (False, keccak(b"wrong"))})
     p.advance(p.params["verdictCommitWindow"] + 1)
     reveal(p, 2, va, False, keccak(b"wrong"), work)
     assert p.unit(2)["status"] == DISPUTED
-    assert p.pool.functions.nextUnitId().call() == 3  # a rejected unit is not Verified: nothing built on it
+    assert p.pool.functions.commitBy(3).call() == NOT_ARMED  # a rejected unit is not Verified: nothing commits
+    expect(p, "PhaseNotArmed", aggregator, p.pool.functions.commit(3, agg.root, agg.final_hash, "bafyagg"))
     # the other validator's sealed verdict is judged once it is late
     _decide(p, p.unit(2)["disputeId"], True, wait=p.params["revealWindow"] + 1)
-    # Judged honest in phase 0, the one being paid: Final at once, and the aggregation opens.
+    # Judged honest in phase 0, the one being paid: Final at once, and the aggregation is armed.
     assert p.unit(2)["status"] == FINAL
-    assert p.unit(3)["status"] == OPEN
-    _finalize(p, 1)
-    _verified(p, 3, solver, agg)
-    _finalize(p, 3)
+    assert _armed(p, job) == [(0, False), (0, True)]
+    p.tx(aggregator, p.pool.functions.commit(3, agg.root, agg.final_hash, "bafyagg"))
+    p.mine(2)
+    p.tx(p.accounts[9], p.pool.functions.drawValidators(3))
+    validators = p.unit(3)["validators"]
+    truth = {v: (True, agg.segments[p.segment_of(3, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, 3, truth)
+    for v, (acc, th) in truth.items():
+        reveal(p, 3, v, acc, th, agg)
+    _finalize(p, 1, 3)
     assert p.pool.functions.jobState(job).call()[1] == 2
     assert p.pool.functions.totalEscrow().call() == 0
+    assert p.registry.functions.lockedOf(aggregator.address).call() == 0
+
+
+def test_a_unit_rejected_as_a_fraud_voids_the_phase_opened_on_it_unpaid_and_unpenalised(pipe: Protocol) -> None:
+    p = pipe
+    cheat, honest, aggregator = p.accounts[2], _solver(p), _solver(p)
+    job = p.submit(p.accounts[1], shards=2, **JOB)
+    work, agg = Work.honest(4), Work.honest(1, b"agg")
+    fake = Work([(s, e, keccak(b"fake" + t)) for s, e, t in work.segments])
+    _verified(p, 1, honest, work)
+    claim_and_commit(p, 2, cheat, fake)
+    _claim(p, 3, aggregator)  # built on the fake, unknowingly
+    stake = p.registry.functions.bondedOf(aggregator.address).call()
+    validators = p.unit(2)["validators"]
+    truth = {v: (False, work.segments[p.segment_of(2, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, 2, truth)
+    p.advance(p.params["verdictCommitWindow"] + 1)
+    reveal(p, 2, validators[0], False, truth[validators[0]][1], fake)
+    assert p.unit(2)["status"] == DISPUTED
+    _decide(p, p.unit(2)["disputeId"], False, wait=p.params["revealWindow"] + 1)
+    # The fake is redone by another solver; the aggregation opened on it is voided, its solver released.
+    assert p.unit(2)["status"] == OPEN
+    assert p.unit(3)["status"] == VOIDED
+    assert p.registry.functions.lockedOf(aggregator.address).call() == 0
+    assert p.registry.functions.bondedOf(aggregator.address).call() == stake
+    assert p.registry.functions.bondedOf(cheat.address).call() == 1000 * E18 - COLLATERAL  # the cheat paid
+    assert _phase_state(p, job) == (0, 2, 2)  # units 1 and 2 in flight; the voided unit 3 is out
+    claim_and_commit(p, 2, honest, work)
+    assert p.unit(4)["shard"] == 2**32 - 1 and p.unit(4)["status"] == OPEN  # opened anew
+    validators = p.unit(2)["validators"]
+    truth = {v: (True, work.segments[p.segment_of(2, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, 2, truth)
+    for v, (acc, th) in truth.items():
+        reveal(p, 2, v, acc, th, work)
+    _verified(p, 4, aggregator, agg)
+    _finalize(p, 1, 2, 4)
+    assert p.pool.functions.jobState(job).call()[1] == 2
+    assert p.pool.functions.totalEscrow().call() == 0
+    assert p.pool.functions.credit(aggregator.address).call() == PRICE  # unit 4 only; nothing for unit 3
+    assert p.registry.functions.bondedOf(aggregator.address).call() == stake
+
+
+def test_cancelling_voids_the_phase_opened_early_and_refunds_it(pipe: Protocol) -> None:
+    p = pipe
+    requester, solver, aggregator = p.accounts[1], p.accounts[2], _solver(p)
+    job = p.submit(requester, rounds=2, shards=2, **JOB)
+    work = Work.honest(4)
+    _verified(p, 1, solver, work)
+    claim_and_commit(p, 2, solver, work)
+    _claim(p, 3, aggregator)
+    p.tx(requester, p.pool.functions.cancelJob(job))  # the aggregation, claimed but never armed, is voided
+    p.check_conservation()
+    assert p.unit(3)["status"] == VOIDED
+    assert p.registry.functions.lockedOf(aggregator.address).call() == 0
+    expect(p, "BadUnitStatus", aggregator, p.pool.functions.commit(3, work.root, work.final_hash, "bafyagg"))
+    validators = p.unit(2)["validators"]
+    truth = {v: (True, work.segments[p.segment_of(2, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, 2, truth)
+    for v, (acc, th) in truth.items():
+        reveal(p, 2, v, acc, th, work)
+    assert p.pool.functions.nextUnitId().call() == 4  # nothing armed or opened after the cancel
+    _finalize(p, 1, 2)
+    assert p.pool.functions.jobState(job).call()[5] == 0
+    assert p.pool.functions.totalEscrow().call() == 0
+    assert p.pool.functions.credit(solver.address).call() == 2 * PRICE
+    assert p.pool.functions.credit(aggregator.address).call() == 0
 
 
 def test_cancelling_a_pipelined_job_refunds_once_its_last_unit_in_flight_is_paid(pipe: Protocol) -> None:
