@@ -207,7 +207,7 @@ class JobState(Struct):
     status: JobStatus
     round: int
     agg_phase: bool
-    pending: int  # units of the newest opened phase not yet verified
+    pending: int  # units of the newest armed phase not yet verified (round, agg_phase name it)
     escrow: int
 
 

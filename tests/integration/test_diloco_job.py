@@ -59,6 +59,20 @@ def test_a_diloco_job_with_carried_inner_state_completes_and_its_outer_steps_rec
     agg = {u.round: u.unit_id for u in units if u.is_aggregation}
     assert sorted(train) == [(0, 0), (0, 1), (1, 0), (1, 1)] and sorted(agg) == [0, 1]
 
+    # pipelined rounds: each later phase opened for claims on the block of the last commitment it is built on,
+    # and was armed (its units could commit) on the block of the last verification
+    phases = [[train[(0, 0)], train[(0, 1)]], [agg[0]], [train[(1, 0)], train[(1, 1)]], [agg[1]]]
+    armed = req.view.logs("PhaseArmed", jobId=job_id)
+    assert [(int(e["args"]["round"]), bool(e["args"]["isAggregation"])) for e in armed] == [
+        (0, False), (0, True), (1, False), (1, True)]
+    for k in range(1, 4):
+        committed = max(int(req.view.logs("UnitCommitted", unitId=u)[-1]["blockNumber"]) for u in phases[k - 1])
+        verified = max(int(req.view.logs("UnitVerified", unitId=u)[-1]["blockNumber"]) for u in phases[k - 1])
+        opened = {int(req.view.logs("UnitOpened", unitId=u)[0]["blockNumber"]) for u in phases[k]}
+        assert opened == {committed}, k
+        assert int(armed[k]["blockNumber"]) == verified, k
+        assert committed < verified, k  # opened early: claims and work overlapped the verdicts
+
     # carried inner state: AdamW's step counter runs on across rounds (reset would start it again at 0)
     for shard in (0, 1):
         state = _state(d, train[(1, shard)])

@@ -200,6 +200,7 @@ def solver(tmp_path: Path, state: DaemonState, board: Board) -> tuple[SolverDaem
     Daemon.__init__(daemon, "solver-test", None, {}, state, reader=FakeReader(state.cursor, []))  # type: ignore[arg-type]
     daemon.address, daemon.store, daemon.progress = ME, store_at(tmp_path / "store"), board
     daemon.records_dir, daemon.device, daemon.partial_every = tmp_path, None, 0
+    daemon._ready = {}
     daemon.content = SimpleNamespace(timeout=0.1, spec=lambda _job: SPEC,  # type: ignore[assignment]
                                      dataset=lambda _job: digits_flat(),
                                      start_weights=lambda _job, _round, _shard: None)
@@ -210,7 +211,8 @@ def solver(tmp_path: Path, state: DaemonState, board: Board) -> tuple[SolverDaem
         return "0x" + "cd" * 32
 
     daemon.pool = SimpleNamespace(commit=commit,  # type: ignore[assignment]
-                                  partial_of=lambda _unit_id: UnitPartial("0x" + "00" * 20, b"\0" * 32, 0))
+                                  partial_of=lambda _unit_id: UnitPartial("0x" + "00" * 20, b"\0" * 32, 0),
+                                  commit_by=lambda _unit_id: UNIT.deadline)  # its phase is armed
     daemon.view = SimpleNamespace(now=lambda: 0, next_time=lambda: 0, unit=lambda _unit_id: UNIT)  # type: ignore[assignment]
     return daemon, commits
 
