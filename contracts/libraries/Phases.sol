@@ -197,9 +197,13 @@ library Phases {
     /// @notice A unit of job `jobId`'s phase `phase` that had been Committed (`passed`: and Verified) is reopened:
     ///         every later phase, armed or opened early, was built on its overturned result and is voided; `phase`
     ///         is the newest armed phase again, waiting for it.
-    function overturned(PoolState storage s, INodeRegistry registry, uint256 jobId, uint32 phase, bool passed)
-        external
-    {
+    function overturned(
+        PoolState storage s,
+        INodeRegistry registry,
+        uint256 jobId,
+        uint32 phase,
+        bool passed
+    ) external {
         Job storage j = s.jobs[jobId];
         uint32 last = newest(j);
         if (j.early) {
