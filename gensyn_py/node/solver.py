@@ -151,6 +151,8 @@ class SolverDaemon(NodeDaemon):
                 self.log.warning("unit.voided", unit=unit.unit_id, job=unit.job_id,
                                  reason="a unit it was built on was overturned; collateral released")
             self.unfollow("mine", unit.unit_id)
+            for key in [k for k in self._ready if k[1] == unit.unit_id]:  # held for a phase that never armed
+                del self._ready[key]
         elif unit.status is UnitStatus.ASSIGNED:
             self._solve(unit)
         else:

@@ -102,3 +102,11 @@ def test_a_phase_armed_after_the_claim_moves_the_deadline_the_solver_keeps_to(tm
     late_chain.commit_by_value = UNIT.deadline + 60
     late._solve(UNIT)
     assert late_events.names == ["unit.deadline_missed"] and late_worked == [] and late_chain.commits == []
+
+
+def test_work_held_for_a_phase_voided_before_arming_is_dropped(tmp_path: Path) -> None:
+    daemon, chain, events, worked, _ = _solver(tmp_path)
+    daemon._solve(UNIT)
+    assert len(daemon._ready) == 1 and chain.commits == [] and worked == [UNIT.unit_id]
+    daemon._advance_mine(dataclasses.replace(UNIT, status=UnitStatus.VOIDED))  # an input was overturned
+    assert daemon._ready == {} and chain.commits == [] and "unit.voided" in events.names
