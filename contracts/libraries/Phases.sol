@@ -106,7 +106,8 @@ library Phases {
     function phaseSettled(PoolState storage s, uint256 jobId) external {
         Job storage j = s.jobs[jobId];
         uint32 total = count(j.p);
-        uint32 last = newest(j);
+        // A phase opened early counts too: it opened before `settling` reached it, so `_open` did not count it.
+        uint32 last = j.early ? newest(j) + 1 : newest(j);
         uint32 next = j.settling;
         uint32 left;
         // Only a cancelled job skips phases here: its units that were cancelled or voided are never paid.

@@ -275,7 +275,8 @@ def test_an_armed_unit_claimed_early_times_out_a_commit_window_after_arming(pipe
     p.advance(by - p.now() - 2)  # the next block is at most a second later
     err = expect(p, "DeadlineNotReached", p.accounts[9], p.pool.functions.timeoutClaim(3))
     assert err.error_args["deadline"] == by
-    p.advance(3)
+    p.advance(by - p.now() + 1)
+    assert p.now() > by
     p.tx(p.accounts[9], p.pool.functions.timeoutClaim(3))
     p.check_conservation()
     assert p.unit(3)["status"] == OPEN
@@ -433,3 +434,34 @@ def test_a_unit_timed_out_after_a_cancel_lets_the_later_phases_be_paid(pipe: Pro
     assert _phase_state(p, job)[2] == 0
     assert p.pool.functions.totalEscrow().call() == 0
     assert p.registry.functions.lockedOf(solver.address).call() == 0
+
+
+def test_a_phase_opened_early_is_paid_once_a_dispute_settles_the_phase_before_it(pipe: Protocol) -> None:
+    """Round 0's only unit, rejected by a lying validator, is judged honest and paid at once: the round-1 unit
+    opened early on it becomes the phase being paid (it must be counted then, not when it opened) and is paid."""
+    p = pipe
+    solver, next_solver = p.accounts[2], _solver(p)
+    job = p.submit(p.accounts[1], rounds=2, **JOB)
+    work = Work.honest(4)
+    claim_and_commit(p, 1, solver, work)
+    _claim(p, 2, next_solver)  # round 1, opened early on unit 1's commitment
+    va = p.unit(1)["validators"][0]
+    commit_verdicts(p, 1, {va: (False, keccak(b"wrong"))})
+    p.advance(p.params["verdictCommitWindow"] + 1)
+    reveal(p, 1, va, False, keccak(b"wrong"), work)
+    _decide(p, p.unit(1)["disputeId"], True, wait=p.params["revealWindow"] + 1)
+    assert p.unit(1)["status"] == FINAL
+    assert _phase_state(p, job) == (1, 1, 1)  # round 1 is being paid, its unit not yet Final
+    p.tx(next_solver, p.pool.functions.commit(2, work.root, work.final_hash, "bafyround1"))
+    p.mine(2)
+    p.tx(p.accounts[9], p.pool.functions.drawValidators(2))
+    validators = p.unit(2)["validators"]
+    truth = {v: (True, work.segments[p.segment_of(2, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, 2, truth)
+    for v, (acc, th) in truth.items():
+        reveal(p, 2, v, acc, th, work)
+    _finalize(p, 2)
+    assert p.pool.functions.jobState(job).call()[1] == 2  # Completed
+    assert p.pool.functions.totalEscrow().call() == 0
+    assert p.pool.functions.credit(next_solver.address).call() == PRICE
+    assert p.registry.functions.lockedOf(next_solver.address).call() == 0
