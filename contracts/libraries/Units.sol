@@ -307,7 +307,6 @@ library Units {
     function commitBy(Job storage j, StoredUnit storage u) internal view returns (uint64) {
         if (j.early && Phases.ofUnit(j, u) != Phases.newest(j)) return type(uint64).max;
         uint64 by = u.deadline;
-        if (block.timestamp <= by) return by; // the common case reads no more of the job
         uint64 armed = j.armedAt + j.commitWindow;
         return armed > by ? armed : by;
     }
@@ -325,9 +324,12 @@ library Units {
         Job storage j = s.jobs[u.jobId];
         // INVARIANT: nothing built on inputs not yet Verified is committed, so nobody is drawn to replay it.
         if (j.early && Phases.ofUnit(j, u) != Phases.newest(j)) revert ITaskPool.PhaseNotArmed(unitId);
-        // INVARIANT: work is committed before the commit deadline, or the unit can be taken back.
-        uint64 by = commitBy(j, u);
-        if (block.timestamp > by) revert ITaskPool.DeadlinePassed(unitId, by);
+        // INVARIANT: work is committed before the commit deadline, or the unit can be taken back. (Within its
+        // claim's deadline, the common case, it reads no more of the job.)
+        if (block.timestamp > u.deadline) {
+            uint64 by = commitBy(j, u);
+            if (block.timestamp > by) revert ITaskPool.DeadlinePassed(unitId, by);
+        }
         u.status = UnitStatus.Committed;
         u.checkpointRoot = checkpointRoot;
         u.seedBlock = uint64(block.number);
