@@ -93,7 +93,10 @@ library Phases {
 
     /// @notice Void job `jobId`'s phase opened early, if any (the job is being cancelled: it will never be armed).
     function dropEarly(PoolState storage s, INodeRegistry registry, uint256 jobId) external {
-        Job storage j = s.jobs[jobId];
+        _dropEarly(s, registry, jobId, s.jobs[jobId]);
+    }
+
+    function _dropEarly(PoolState storage s, INodeRegistry registry, uint256 jobId, Job storage j) private {
         if (!j.early) return;
         _voidPhase(s, registry, jobId, j, newest(j) + 1);
         j.early = false;
@@ -141,14 +144,15 @@ library Phases {
         if (j.status != JobStatus.Active) return;
         uint32 next = newest(j) + 1;
         if (next >= count(j.p)) return;
+        bool room = next - j.settling <= MAX_AHEAD;
         if (j.pending == 0) {
             if (j.early) {
                 _arm(jobId, j, next); // opened under the same bound
-            } else if (next - j.settling <= MAX_AHEAD) {
+            } else if (room) {
                 _open(s, jobId, j, next);
                 _arm(jobId, j, next);
             }
-        } else if (j.uncommitted == 0 && !j.early && next - j.settling <= MAX_AHEAD) {
+        } else if (j.uncommitted == 0 && !j.early && room) {
             _open(s, jobId, j, next);
             j.early = true;
         }
@@ -158,7 +162,7 @@ library Phases {
     ///      commit, and a unit claimed before now has its commit window from now (`Units.commitBy`).
     function _arm(uint256 jobId, Job storage j, uint32 phase) private {
         (uint32 round, bool agg) = roundOf(j.p.shards, phase);
-        uint32 n = agg ? 1 : j.p.shards;
+        uint32 n = unitsIn(j.p, phase);
         j.round = round;
         j.aggPhase = agg;
         j.pending = n;
@@ -206,11 +210,8 @@ library Phases {
         bool passed
     ) external {
         Job storage j = s.jobs[jobId];
+        _dropEarly(s, registry, jobId, j);
         uint32 last = newest(j);
-        if (j.early) {
-            _voidPhase(s, registry, jobId, j, last + 1);
-            j.early = false;
-        }
         if (phase == last) {
             if (passed) ++j.pending;
             ++j.uncommitted;

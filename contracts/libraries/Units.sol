@@ -300,12 +300,18 @@ library Units {
         emit ITaskPool.UnitClaimed(unitId, solver, price, u.deadline);
     }
 
+    /// @dev Assigned unit `u` is in job `j`'s phase opened early, not armed yet (only the phase after the newest
+    ///      armed one can be).
+    function unarmed(Job storage j, StoredUnit storage u) internal view returns (bool) {
+        return j.early && Phases.ofUnit(j, u) != Phases.newest(j);
+    }
+
     /// @notice When assigned unit `u` of job `j` may be timed out: its commit deadline, or `armedAt` plus the
     ///         job's commit window if its phase was armed after the claim; never while its phase is unarmed.
     /// @dev An Assigned unit is in the newest armed phase or in the one opened early (a reopened unit voids every
     ///      later phase), so `armedAt` is its phase's.
     function commitBy(Job storage j, StoredUnit storage u) internal view returns (uint64) {
-        if (j.early && Phases.ofUnit(j, u) != Phases.newest(j)) return type(uint64).max;
+        if (unarmed(j, u)) return type(uint64).max;
         uint64 by = u.deadline;
         uint64 armed = j.armedAt + j.commitWindow;
         return armed > by ? armed : by;
@@ -323,7 +329,7 @@ library Units {
     ) internal {
         Job storage j = s.jobs[u.jobId];
         // INVARIANT: nothing built on inputs not yet Verified is committed, so nobody is drawn to replay it.
-        if (j.early && Phases.ofUnit(j, u) != Phases.newest(j)) revert ITaskPool.PhaseNotArmed(unitId);
+        if (unarmed(j, u)) revert ITaskPool.PhaseNotArmed(unitId);
         // INVARIANT: work is committed before the commit deadline, or the unit can be taken back. (Within its
         // claim's deadline, the common case, it reads no more of the job.)
         if (block.timestamp > u.deadline) {

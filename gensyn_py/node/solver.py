@@ -314,40 +314,27 @@ class SolverDaemon(NodeDaemon):
 
     def _solve(self, unit: Unit) -> None:
         # The claim's deadline, or later: a phase armed after the claim gives its whole commit window from then.
-        if self.view.next_time() > unit.deadline and self.view.next_time() > self.pool.commit_by(unit.unit_id):
+        now = self.view.next_time()
+        if now > unit.deadline and now > self.pool.commit_by(unit.unit_id):
             self.log.warning("unit.deadline_missed", unit=unit.unit_id)
             return  # anyone may now time it out; keep following until it leaves our hands
         epoch = unit.deadline
         key = ("commit", unit.unit_id, epoch)
         if self.state.is_done(key):
             return
-        ready = self._ready.pop(key, None)
+        held = key in self._ready
+        ready = self._ready.pop(key) if held else self._worked(unit, key, epoch)
         if ready is None:
-            bar = self._unit_bar = self._bar(unit)
-            started = time.perf_counter()
-            try:
-                commitment = self._work(unit, epoch)
-            except Voided as e:
-                bar.failed("voided")
-                self.state.mark_done(key, detail="voided")
-                self.log.warning("unit.voided", unit=unit.unit_id, job=unit.job_id, reason=str(e))
-                return
-            except BaseException as e:
-                bar.failed(f"stopped: {type(e).__name__}")
-                raise
-            finally:
-                self._unit_bar = None
-            train_s = time.perf_counter() - started
-        else:
-            commitment, train_s, bar = ready
+            return  # voided while training
+        commitment, train_s, bar = ready
         if self.pool.commit_by(unit.unit_id) == NOT_ARMED:
             # Built on results not Verified yet: the commit waits (the contract refuses it, `PhaseNotArmed`) while
             # the cycle goes on; the unit cannot time out meanwhile.
-            if ready is None:
+            if not held:
                 self.log.info("unit.waiting_for_inputs", unit=unit.unit_id, job=unit.job_id,
                               train_s=round(train_s, 4))
                 bar.waiting("inputs not verified yet")
-            self._ready[key] = (commitment, train_s, bar)
+            self._ready[key] = ready
             return
         bar.committing()
 
@@ -372,6 +359,25 @@ class SolverDaemon(NodeDaemon):
         bar.committed()
         self.log.info("unit.committed", unit=unit.unit_id, root="0x" + commitment.checkpoint_root.hex(),
                       manifest=commitment.manifest_cid, train_s=round(train_s, 4))
+
+    def _worked(self, unit: Unit, key: tuple[str, int, int], epoch: int
+                ) -> tuple[UnitCommitment, float, UnitBar] | None:
+        """Train (or aggregate) the unit under a progress bar: its commitment, seconds and bar; None if voided."""
+        bar = self._unit_bar = self._bar(unit)
+        started = time.perf_counter()
+        try:
+            commitment = self._work(unit, epoch)
+        except Voided as e:
+            bar.failed("voided")
+            self.state.mark_done(key, detail="voided")
+            self.log.warning("unit.voided", unit=unit.unit_id, job=unit.job_id, reason=str(e))
+            return None
+        except BaseException as e:
+            bar.failed(f"stopped: {type(e).__name__}")
+            raise
+        finally:
+            self._unit_bar = None
+        return commitment, time.perf_counter() - started, bar
 
     def _bar(self, unit: Unit) -> UnitBar:
         """The unit's progress bar (drawn on a terminal only): steps, checkpoints stored, commit."""

@@ -53,6 +53,15 @@ def _solver(p: Protocol) -> LocalAccount:
     return acct
 
 
+def _accepted(p: Protocol, unit_id: int, work: Work) -> None:
+    """Every drawn validator of committed unit `unit_id` seals and reveals an accept of `work`."""
+    validators = p.unit(unit_id)["validators"]
+    truth = {v: (True, work.segments[p.segment_of(unit_id, i)][2]) for i, v in enumerate(validators)}
+    commit_verdicts(p, unit_id, truth)
+    for v, (acc, th) in truth.items():
+        reveal(p, unit_id, v, acc, th, work)
+
+
 def _verified(p: Protocol, unit_id: int, solver: LocalAccount, work: Work, said: Work | None = None) -> None:
     """Claim, commit `work` and have every drawn validator accept it (with `said`'s transcripts: colluders
     accepting a fake know its fake preimages)."""
@@ -265,11 +274,7 @@ def test_an_armed_unit_claimed_early_times_out_a_commit_window_after_arming(pipe
     _verified(p, 1, solver, work)
     claim_and_commit(p, 2, solver, work)
     _claim(p, 3, lazy)
-    validators = p.unit(2)["validators"]
-    truth = {v: (True, work.segments[p.segment_of(2, i)][2]) for i, v in enumerate(validators)}
-    commit_verdicts(p, 2, truth)
-    for v, (acc, th) in truth.items():
-        reveal(p, 2, v, acc, th, work)
+    _accepted(p, 2, work)
     by = p.pool.functions.commitBy(3).call()
     assert by >= p.unit(3)["deadline"]
     p.advance(by - p.now() - 2)  # the next block is at most a second later
@@ -307,11 +312,7 @@ def test_a_unit_rejected_at_its_verdicts_keeps_the_phase_opened_on_it_unarmed_un
     p.tx(aggregator, p.pool.functions.commit(3, agg.root, agg.final_hash, "bafyagg"))
     p.mine(2)
     p.tx(p.accounts[9], p.pool.functions.drawValidators(3))
-    validators = p.unit(3)["validators"]
-    truth = {v: (True, agg.segments[p.segment_of(3, i)][2]) for i, v in enumerate(validators)}
-    commit_verdicts(p, 3, truth)
-    for v, (acc, th) in truth.items():
-        reveal(p, 3, v, acc, th, agg)
+    _accepted(p, 3, agg)
     _finalize(p, 1, 3)
     assert p.pool.functions.jobState(job).call()[1] == 2
     assert p.pool.functions.totalEscrow().call() == 0
@@ -344,11 +345,7 @@ def test_a_unit_rejected_as_a_fraud_voids_the_phase_opened_on_it_unpaid_and_unpe
     assert _phase_state(p, job) == (0, 2, 2)  # units 1 and 2 in flight; the voided unit 3 is out
     claim_and_commit(p, 2, honest, work)
     assert p.unit(4)["shard"] == 2**32 - 1 and p.unit(4)["status"] == OPEN  # opened anew
-    validators = p.unit(2)["validators"]
-    truth = {v: (True, work.segments[p.segment_of(2, i)][2]) for i, v in enumerate(validators)}
-    commit_verdicts(p, 2, truth)
-    for v, (acc, th) in truth.items():
-        reveal(p, 2, v, acc, th, work)
+    _accepted(p, 2, work)
     _verified(p, 4, aggregator, agg)
     _finalize(p, 1, 2, 4)
     assert p.pool.functions.jobState(job).call()[1] == 2
@@ -370,11 +367,7 @@ def test_cancelling_voids_the_phase_opened_early_and_refunds_it(pipe: Protocol) 
     assert p.unit(3)["status"] == VOIDED
     assert p.registry.functions.lockedOf(aggregator.address).call() == 0
     expect(p, "BadUnitStatus", aggregator, p.pool.functions.commit(3, work.root, work.final_hash, "bafyagg"))
-    validators = p.unit(2)["validators"]
-    truth = {v: (True, work.segments[p.segment_of(2, i)][2]) for i, v in enumerate(validators)}
-    commit_verdicts(p, 2, truth)
-    for v, (acc, th) in truth.items():
-        reveal(p, 2, v, acc, th, work)
+    _accepted(p, 2, work)
     assert p.pool.functions.nextUnitId().call() == 4  # nothing armed or opened after the cancel
     _finalize(p, 1, 2)
     assert p.pool.functions.jobState(job).call()[5] == 0
@@ -455,11 +448,7 @@ def test_a_phase_opened_early_is_paid_once_a_dispute_settles_the_phase_before_it
     p.tx(next_solver, p.pool.functions.commit(2, work.root, work.final_hash, "bafyround1"))
     p.mine(2)
     p.tx(p.accounts[9], p.pool.functions.drawValidators(2))
-    validators = p.unit(2)["validators"]
-    truth = {v: (True, work.segments[p.segment_of(2, i)][2]) for i, v in enumerate(validators)}
-    commit_verdicts(p, 2, truth)
-    for v, (acc, th) in truth.items():
-        reveal(p, 2, v, acc, th, work)
+    _accepted(p, 2, work)
     _finalize(p, 2)
     assert p.pool.functions.jobState(job).call()[1] == 2  # Completed
     assert p.pool.functions.totalEscrow().call() == 0
