@@ -64,6 +64,11 @@ class Background:
         found = self._work.get(key)
         return found is not None and not found.future.done()
 
+    def ended(self, key: Hashable) -> bool:
+        """Submitted, ended and not taken yet: `result` hands it over now."""
+        found = self._work.get(key)
+        return found is not None and found.future.done()
+
     def busy(self) -> bool:
         return any(not w.future.done() for w in self._work.values())
 

@@ -8,6 +8,12 @@ recomputed. A failing segment is challenged at once, posting the bond; the
 committee decides, and a won dispute credits the bond back plus a share of
 the slashed stake.
 
+Window. A challenge lands only inside the unit's challenge window, so the
+audit replays a segment only while the window still has room for it
+(`node/audit_budget.py`), in a private random order; what it had no time for
+is logged (`audit.cut`), and an audit that ends after the window closed is
+logged as late, never challenged on.
+
 The audit's replays run off the cycle, on the daemon's background worker
 (`node/background.py`): a long audit does not hold the moves of the dispute
 games this node plays. The challenge itself is sent from the cycle.
@@ -18,11 +24,12 @@ from __future__ import annotations
 import math
 import random
 import secrets
-import time
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from gensyn_py.errors import ContractRevert
+from gensyn_py.node.audit_budget import AuditBudget
 from gensyn_py.node.daemon import Handler
 from gensyn_py.node.progress import Board, board, replay_bar
 from gensyn_py.node.role import NodeConfig, NodeDaemon
@@ -32,6 +39,15 @@ from gensyn_py.types import ROLE_CHALLENGER, Unit, UnitStatus
 
 if TYPE_CHECKING:
     from gensyn_py.chain.events import EventRecord
+
+
+@dataclass
+class Audit:
+    """What an audit replayed (each segment's verdict and seconds, stopping at the first failure) and what it had
+    no time for before its window's end."""
+
+    findings: list[dict[str, Any]]
+    cut: list[int] = field(default_factory=list)
 
 
 class ChallengerDaemon(NodeDaemon):
@@ -49,6 +65,7 @@ class ChallengerDaemon(NodeDaemon):
         self.audit_fraction = audit_fraction
         self.max_segments = max_segments
         self._rng = random.Random(secrets.randbits(128))
+        self.budget = AuditBudget()
 
     def handlers(self) -> dict[str, Handler]:
         return {"UnitVerified": self._note_verified}
@@ -62,10 +79,13 @@ class ChallengerDaemon(NodeDaemon):
             if self.stopping:
                 return
             unit = self.view.unit(unit_id)
-            if unit.status is not UnitStatus.VERIFIED or self.view.next_time() > unit.deadline:
+            left = unit.deadline - self.view.next_time()  # chain seconds left in the challenge window
+            if unit.status is not UnitStatus.VERIFIED or left < 0:
+                if self.isolated(unit.job_id, unit_id, partial(self._closed, unit)) is False:
+                    continue  # its replay stops at the window's end: taken then
                 self.unfollow("audit", unit_id)
                 continue
-            self.isolated(unit.job_id, unit_id, partial(self._audit, unit))
+            self.isolated(unit.job_id, unit_id, partial(self._audit, unit, left))
         for unit_id, dispute_id in self.followed("challenged"):
             d = self.committee.get_dispute(int(dispute_id))
             if d.resolved:
@@ -82,7 +102,7 @@ class ChallengerDaemon(NodeDaemon):
         if unit.is_aggregation or not unchecked:
             return [0] if unit.is_aggregation else []
         k = min(self.max_segments, max(1, math.ceil(self.audit_fraction * len(unchecked))))
-        return sorted(self._rng.sample(unchecked, k))
+        return self._rng.sample(unchecked, k)  # in random order: those a short window cuts are random too
 
     def _same_class(self, unit: Unit) -> bool:
         """An exact unit is replayed bit for bit only on its solver's replay class: another class would find
@@ -90,45 +110,76 @@ class ChallengerDaemon(NodeDaemon):
         bound = self.view.unit_class(unit.unit_id)
         return bound is None or bound == self.registry.replay_class_of(self.address)
 
-    def _audit(self, unit: Unit) -> None:
-        """In the cycle: start the unit's audit off it, and once it has ended, log it and challenge a failing
-        segment. The replays run on the background worker (`node/background.py`), so the dispute games this node
-        plays keep their moves coming while a long audit runs; the challenge is sent from the cycle."""
+    @staticmethod
+    def _key(unit: Unit) -> str:
+        return f"audited:{unit.unit_id}:{unit.seed.hex()[:16]}"
+
+    def _audit(self, unit: Unit, left: int) -> None:
+        """In the cycle: start the unit's audit off it (`left`: chain seconds left in its challenge window), and
+        once it has ended, log it and challenge a failing segment. The replays run on the background worker
+        (`node/background.py`), so the dispute games this node plays keep their moves coming while a long audit
+        runs; the challenge is sent from the cycle."""
         if not self._same_class(unit):
             self.unfollow("audit", unit.unit_id)
             return
-        epoch = unit.seed.hex()[:16]
-        key = f"audited:{unit.unit_id}:{epoch}"
+        key = self._key(unit)
         if self.state.get(key) is not None:
             return
-        findings = self.background.result(unit.job_id, unit.unit_id, "audit", key,
-                                          partial(self.audit_segments, unit))
-        if findings is None:
+        audit = self.background.result(unit.job_id, unit.unit_id, "audit", key,
+                                       partial(self.audit_segments, unit, self.budget.until(left)))
+        if audit is None:
             return  # running
-        for f in findings:
-            self.log.info("audit", unit=unit.unit_id, segment=f["segment"], accept=f["accept"], reason=f["reason"],
-                          verify_s=round(f["verify_s"], 4))
-        failed = next((f for f in findings if not f["accept"]), None)
+        failed = self._logged(unit, audit, late=False)
         if failed is not None:
-            self._challenge(unit, int(failed["segment"]), epoch)
-        self.state.put(key, [{k: f[k] for k in ("segment", "accept", "reason")} for f in findings])
+            self._challenge(unit, failed, unit.seed.hex()[:16])
 
-    def audit_segments(self, unit: Unit) -> list[dict[str, Any]]:
-        """Replay the planned segments, stopping at the first that fails: what each gave, with its seconds."""
-        findings: list[dict[str, Any]] = []
+    def _closed(self, unit: Unit) -> bool:
+        """The unit's window closed (or it left Verified): False while its audit still runs; an audit that ended
+        late is logged, never acted on."""
+        key = self._key(unit)
+        if self.background.running(key):
+            return False
+        if self.background.ended(key):
+            audit = self.background.result(unit.job_id, unit.unit_id, "audit", key, lambda: None)
+            if audit is not None:
+                self._logged(unit, audit, late=True)
+        return True
+
+    def _logged(self, unit: Unit, audit: Audit, late: bool) -> int | None:
+        """Log the audit's findings and keep them in the state; the first failing segment, if any."""
+        for f in audit.findings:
+            self.log.info("audit", unit=unit.unit_id, segment=f["segment"], accept=f["accept"], reason=f["reason"],
+                          verify_s=round(f["verify_s"], 4), late=late)
+        if audit.cut:
+            self.log.info("audit.cut", unit=unit.unit_id, replayed=len(audit.findings), cut=audit.cut,
+                          reason="the challenge window ends before another replay would")
+        self.state.put(self._key(unit), [{k: f[k] for k in ("segment", "accept", "reason")} for f in audit.findings])
+        failed = next((f for f in audit.findings if not f["accept"]), None)
+        return None if failed is None else int(failed["segment"])
+
+    def audit_segments(self, unit: Unit, until: float) -> Audit:
+        """Replay the planned segments while each still ends by `until` (on `budget.clock`), stopping at the first
+        that fails: what each gave, with its seconds, and the segments cut."""
+        audit = Audit([])
         segments = self.plan(unit)
+        kind = (unit.job_id, unit.is_aggregation)
         bar = replay_bar(self.progress or board(), self.content, unit, segments, "audit")
-        for segment in segments:
-            started = time.perf_counter()
+        for i, segment in enumerate(segments):
+            if not self.budget.fits(kind, until):
+                audit.cut = segments[i:]
+                bar.done(f"{len(audit.cut)} cut: the challenge window ends first")
+                return audit
+            started = self.budget.clock()
             verdict = bar.run(partial(check_segment, self.content, unit, segment, self.device))
-            findings.append({"segment": segment, "accept": verdict.accept, "reason": verdict.reason,
-                             "verify_s": time.perf_counter() - started})
+            seconds = self.budget.clock() - started
+            self.budget.measured(kind, seconds)
+            audit.findings.append({"segment": segment, "accept": verdict.accept, "reason": verdict.reason,
+                                   "verify_s": seconds})
             if not verdict.accept:
                 bar.done(f"segment {segment} rejected: challenging")
-                break
-        else:
-            bar.done("all accepted")
-        return findings
+                return audit
+        bar.done("all accepted")
+        return audit
 
     def _challenge(self, unit: Unit, segment: int, epoch: str) -> None:
         try:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from gensyn_py.node.audit_budget import AuditBudget
 from gensyn_py.node.background import Background
 from gensyn_py.node.quarantine import Quarantine
 from gensyn_py.node.state import DaemonState
@@ -182,16 +183,17 @@ def test_a_challenger_audits_off_its_cycle_and_challenges_from_it(monkeypatch: p
         c.content = SimpleNamespace(spec=lambda _job: None)  # type: ignore[assignment]
         c.plan = lambda unit: [1, 3, 5]  # type: ignore[method-assign]
         c._same_class = lambda unit: True  # type: ignore[method-assign]
+        c.budget = AuditBudget()
         challenged: list[tuple[int, str]] = []
         c._challenge = lambda unit, segment, epoch: challenged.append(  # type: ignore[method-assign]
             (segment, threading.current_thread().name))
         monkeypatch.setattr("gensyn_py.node.challenger.replay_bar", lambda *_a, **_k: Bar())
-        unit: Any = SimpleNamespace(unit_id=30, job_id=9, seed=b"\xcd" * 32)
-        c._audit(unit)  # starts it: the cycle goes on (a game's move would be sent now)
+        unit: Any = SimpleNamespace(unit_id=30, job_id=9, seed=b"\xcd" * 32, is_aggregation=False)
+        c._audit(unit, 3600)  # starts it: the cycle goes on (a game's move would be sent now)
         assert challenged == [] and state.get(f"audited:30:{'cd' * 8}") is None
         release.set()
         assert c.background.idle(WAIT)
-        c._audit(unit)  # the cycle after it ended
+        c._audit(unit, 3600)  # the cycle after it ended
         assert challenged == [(3, threading.current_thread().name)]  # the first failing segment, from the cycle
         assert [f["segment"] for f in state.get(f"audited:30:{'cd' * 8}")] == [1, 3]  # stopped at the failure
         c.background.close()

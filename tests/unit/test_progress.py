@@ -8,6 +8,7 @@ import dataclasses
 import io
 import json
 import logging
+import math
 import re
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ import pytest
 from rich.console import Console
 
 from gensyn_py.node import progress
+from gensyn_py.node.audit_budget import AuditBudget
 from gensyn_py.node.challenger import ChallengerDaemon
 from gensyn_py.node.daemon import Daemon
 from gensyn_py.node.logs import EventLogger, configure_logging
@@ -302,7 +304,8 @@ def test_a_challenger_shows_its_audit(monkeypatch: pytest.MonkeyPatch, tmp_path:
         c.content = SimpleNamespace(spec=lambda _job: SPEC)  # type: ignore[assignment]
         c.plan = lambda unit: [0, 2]  # type: ignore[method-assign]
         c._same_class = lambda unit: True  # type: ignore[method-assign]
-        c.audit_segments(dataclasses.replace(UNIT, unit_id=13, status=UnitStatus.VERIFIED))
+        c.budget = AuditBudget()
+        c.audit_segments(dataclasses.replace(UNIT, unit_id=13, status=UnitStatus.VERIFIED), until=math.inf)
     shown = screen(board, out)
     assert "unit 13 audit" in shown and "4/4" in shown and "segments 2/2 [0,2], all accepted" in shown
     board.stop()
