@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from gensyn_py.errors import ContractRevert
 from gensyn_py.node.audit_budget import AuditBudget
 from gensyn_py.node.daemon import Handler
-from gensyn_py.node.progress import Board, board, replay_bar
+from gensyn_py.node.progress import Board, ReplayBar, board, replay_bar
 from gensyn_py.node.role import NodeConfig, NodeDaemon
 from gensyn_py.proof.sampler import segments_for
 from gensyn_py.proof.verify import check_segment
@@ -43,10 +43,13 @@ if TYPE_CHECKING:
 
 @dataclass
 class Audit:
-    """What an audit replayed (each segment's verdict and seconds, stopping at the first failure) and what it had
-    no time for before its window's end."""
+    """One unit's audit: the segments still to replay (in private random order), each replayed one's verdict and
+    seconds (stopping at the first failure), and those the window had no room for."""
 
-    findings: list[dict[str, Any]]
+    todo: list[int]
+    until: float  # on `AuditBudget.clock`: when a replay must have ended for its challenge to land in the window
+    bar: ReplayBar
+    findings: list[dict[str, Any]] = field(default_factory=list)
     cut: list[int] = field(default_factory=list)
 
 
@@ -66,6 +69,7 @@ class ChallengerDaemon(NodeDaemon):
         self.max_segments = max_segments
         self._rng = random.Random(secrets.randbits(128))
         self.budget = AuditBudget()
+        self._audits: dict[str, Audit] = {}  # by `_key`: the audits under way
 
     def handlers(self) -> dict[str, Handler]:
         return {"UnitVerified": self._note_verified}
@@ -115,38 +119,78 @@ class ChallengerDaemon(NodeDaemon):
         return f"audited:{unit.unit_id}:{unit.seed.hex()[:16]}"
 
     def _audit(self, unit: Unit, left: int) -> None:
-        """In the cycle: start the unit's audit off it (`left`: chain seconds left in its challenge window), and
-        once it has ended, log it and challenge a failing segment. The replays run on the background worker
-        (`node/background.py`), so the dispute games this node plays keep their moves coming while a long audit
-        runs; the challenge is sent from the cycle."""
+        """In the cycle: move the unit's audit on (`left`: chain seconds left in its challenge window); once it
+        has ended, log it and challenge a failing segment.
+
+        Each segment is replayed as one work on the background worker (`node/background.py`), and a unit has
+        one segment there at a time: the worker runs works in turn, so units verified together take turns
+        instead of the first one's whole audit using up the others' windows. The dispute games this node plays
+        keep their moves coming meanwhile; a failing segment is challenged from the cycle at once."""
         if not self._same_class(unit):
             self.unfollow("audit", unit.unit_id)
             return
         key = self._key(unit)
         if self.state.get(key) is not None:
             return
-        audit = self.background.result(unit.job_id, unit.unit_id, "audit", key,
-                                       partial(self.audit_segments, unit, self.budget.until(left)))
+        audit = self._audits.get(key)
         if audit is None:
-            return  # running
-        failed = self._logged(unit, audit, late=False)
+            segments = self.plan(unit)
+            bar = replay_bar(self.progress or board(), self.content, unit, segments, "audit")
+            audit = self._audits[key] = Audit(segments, self.budget.until(left), bar)
+        if not self._took(unit, audit):
+            return  # a segment queued or replaying
+        failed = self._ended(unit, audit, late=False)
         if failed is not None:
             self._challenge(unit, failed, unit.seed.hex()[:16])
 
-    def _closed(self, unit: Unit) -> bool:
-        """The unit's window closed (or it left Verified): False while its audit still runs; an audit that ended
-        late is logged, never acted on."""
+    def _took(self, unit: Unit, audit: Audit, more: bool = True) -> bool:
+        """Take the segments replayed and queue the next (`more`; else the rest are cut): True once the audit has
+        ended (every segment replayed or cut, or one failed)."""
         key = self._key(unit)
-        if self.background.running(key):
-            return False
-        if self.background.ended(key):
-            audit = self.background.result(unit.job_id, unit.unit_id, "audit", key, lambda: None)
-            if audit is not None:
-                self._logged(unit, audit, late=True)
+        while audit.todo:
+            segment = audit.todo[0]
+            work = (key, segment)
+            if not more and not self.background.running(work) and not self.background.ended(work):
+                audit.cut, audit.todo = list(audit.todo), []
+                break
+            found = self.background.result(unit.job_id, unit.unit_id, "audit", work,
+                                           partial(self._replay, unit, segment, audit))
+            if found is None:
+                return False
+            audit.todo.pop(0)
+            if found.get("cut"):
+                audit.cut, audit.todo = [segment, *audit.todo], []
+            else:
+                audit.findings.append(found)
+                if not found["accept"]:
+                    audit.todo = []
         return True
 
-    def _logged(self, unit: Unit, audit: Audit, late: bool) -> int | None:
-        """Log the audit's findings and keep them in the state; the first failing segment, if any."""
+    def _replay(self, unit: Unit, segment: int, audit: Audit) -> dict[str, Any]:
+        """On the worker: replay one segment if it still ends inside the window (else it is cut)."""
+        kind = (unit.job_id, unit.is_aggregation)
+        if not self.budget.fits(kind, audit.until):
+            return {"segment": segment, "cut": True}
+        started = self.budget.clock()
+        verdict = audit.bar.run(partial(check_segment, self.content, unit, segment, self.device))
+        seconds = self.budget.clock() - started
+        self.budget.measured(kind, seconds)
+        return {"segment": segment, "accept": verdict.accept, "reason": verdict.reason, "verify_s": seconds}
+
+    def _closed(self, unit: Unit) -> bool:
+        """The unit's window closed (or it left Verified): False while a segment of its audit is still queued or
+        replaying; an audit that ends now is logged as late, never acted on."""
+        audit = self._audits.get(self._key(unit))
+        if audit is None:
+            return True
+        if not self._took(unit, audit, more=False):
+            return False
+        self._ended(unit, audit, late=True)
+        return True
+
+    def _ended(self, unit: Unit, audit: Audit, late: bool) -> int | None:
+        """Log the ended audit and keep its findings in the state; the first failing segment, if any."""
+        del self._audits[self._key(unit)]
         for f in audit.findings:
             self.log.info("audit", unit=unit.unit_id, segment=f["segment"], accept=f["accept"], reason=f["reason"],
                           verify_s=round(f["verify_s"], 4), late=late)
@@ -155,31 +199,12 @@ class ChallengerDaemon(NodeDaemon):
                           reason="the challenge window ends before another replay would")
         self.state.put(self._key(unit), [{k: f[k] for k in ("segment", "accept", "reason")} for f in audit.findings])
         failed = next((f for f in audit.findings if not f["accept"]), None)
-        return None if failed is None else int(failed["segment"])
-
-    def audit_segments(self, unit: Unit, until: float) -> Audit:
-        """Replay the planned segments while each still ends by `until` (on `budget.clock`), stopping at the first
-        that fails: what each gave, with its seconds, and the segments cut."""
-        audit = Audit([])
-        segments = self.plan(unit)
-        kind = (unit.job_id, unit.is_aggregation)
-        bar = replay_bar(self.progress or board(), self.content, unit, segments, "audit")
-        for i, segment in enumerate(segments):
-            if not self.budget.fits(kind, until):
-                audit.cut = segments[i:]
-                bar.done(f"{len(audit.cut)} cut: the challenge window ends first")
-                return audit
-            started = self.budget.clock()
-            verdict = bar.run(partial(check_segment, self.content, unit, segment, self.device))
-            seconds = self.budget.clock() - started
-            self.budget.measured(kind, seconds)
-            audit.findings.append({"segment": segment, "accept": verdict.accept, "reason": verdict.reason,
-                                   "verify_s": seconds})
-            if not verdict.accept:
-                bar.done(f"segment {segment} rejected: challenging")
-                return audit
-        bar.done("all accepted")
-        return audit
+        if failed is not None:
+            audit.bar.done(f"segment {failed['segment']} rejected" + (": too late to challenge" if late else
+                                                                      ": challenging"))
+            return None if late else int(failed["segment"])
+        audit.bar.done(f"{len(audit.cut)} cut: the challenge window ends first" if audit.cut else "all accepted")
+        return None
 
     def _challenge(self, unit: Unit, segment: int, epoch: str) -> None:
         try:

@@ -17,6 +17,7 @@ from gensyn_py.node.state import DaemonState
 from gensyn_py.node.validator import ValidatorDaemon
 from gensyn_py.proof.replay import Verdict
 from gensyn_py.types import Unit
+from tests.unit.test_challenger_window import audited
 
 WAIT = 30.0  # seconds a test waits for the worker before it fails (it never sleeps)
 
@@ -183,7 +184,7 @@ def test_a_challenger_audits_off_its_cycle_and_challenges_from_it(monkeypatch: p
         c.content = SimpleNamespace(spec=lambda _job: None)  # type: ignore[assignment]
         c.plan = lambda unit: [1, 3, 5]  # type: ignore[method-assign]
         c._same_class = lambda unit: True  # type: ignore[method-assign]
-        c.budget = AuditBudget()
+        c.budget, c._audits = AuditBudget(), {}
         challenged: list[tuple[int, str]] = []
         c._challenge = lambda unit, segment, epoch: challenged.append(  # type: ignore[method-assign]
             (segment, threading.current_thread().name))
@@ -192,8 +193,7 @@ def test_a_challenger_audits_off_its_cycle_and_challenges_from_it(monkeypatch: p
         c._audit(unit, 3600)  # starts it: the cycle goes on (a game's move would be sent now)
         assert challenged == [] and state.get(f"audited:30:{'cd' * 8}") is None
         release.set()
-        assert c.background.idle(WAIT)
-        c._audit(unit, 3600)  # the cycle after it ended
+        audited(c, [unit])  # the cycles after it: one segment replayed at a time
         assert challenged == [(3, threading.current_thread().name)]  # the first failing segment, from the cycle
         assert [f["segment"] for f in state.get(f"audited:30:{'cd' * 8}")] == [1, 3]  # stopped at the failure
         c.background.close()

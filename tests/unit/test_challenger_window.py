@@ -59,13 +59,24 @@ def challenger(state: DaemonState, clock: Clock, monkeypatch: pytest.MonkeyPatch
     Daemon.__init__(c, "challenger-test", Web3(), {}, state, reader=FakeReader(state.cursor, []))
     c.device, c.progress = None, None
     c.quarantine = Quarantine(state)
-    c.budget = AuditBudget(clock)
+    c.budget, c._audits = AuditBudget(clock), {}
     c._same_class = lambda unit: True  # type: ignore[method-assign]
     c.content = SimpleNamespace(spec=lambda _job: None)  # type: ignore[assignment]
     log = Log()
     c.log = log  # type: ignore[assignment]
     monkeypatch.setattr("gensyn_py.node.challenger.replay_bar", lambda *_a, **_k: Bar())
     return c, log
+
+
+def audited(c: ChallengerDaemon, units: list[Any], left: int = 3600) -> None:
+    """Run the cycle's audit step for `units` (each turn, in this order) until every audit has ended."""
+    for _ in range(100):
+        for u in units:
+            c._audit(u, left)
+        if all(c.state.get(c._key(u)) is not None for u in units):
+            return
+        assert c.background.idle(WAIT)
+    raise AssertionError("the audits did not end")
 
 
 def unit(**kw: Any) -> Any:
@@ -113,15 +124,44 @@ def test_an_audit_replays_what_fits_and_cuts_the_rest(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr("gensyn_py.node.challenger.check_segment", check)
     with DaemonState(tmp_path / "s.sqlite") as state:
-        c, _ = challenger(state, clock, monkeypatch)
+        c, log = challenger(state, clock, monkeypatch)
         c.plan = lambda unit: [7, 2, 11, 4]  # type: ignore[method-assign]
-        audit = c.audit_segments(unit(), until=clock.t + 5.0)
+        audited(c, [unit()], left=int(5 + SEND_MARGIN_S))
         # 5 s: the first replay measures 2 s; 3 s left fit a second; 1 s left does not fit a third
-        assert replayed == [7, 2] and [f["segment"] for f in audit.findings] == [7, 2]
-        assert audit.cut == [11, 4]
+        assert replayed == [7, 2] and [f["segment"] for f in log.named("audit")] == [7, 2]
+        assert [(f["unit"], f["replayed"], f["cut"]) for f in log.named("audit.cut")] == [(30, 2, [11, 4])]
+        assert [f["segment"] for f in state.get(c._key(unit()))] == [7, 2]
         replayed.clear()
-        late = c.audit_segments(unit(unit_id=31), until=clock.t - 1.0)  # queued behind others past its window
-        assert replayed == [] and late.findings == [] and late.cut == [7, 2, 11, 4]
+        audited(c, [unit(unit_id=31)], left=0)  # its window ends sooner than a challenge would land
+        assert replayed == [] and state.get(c._key(unit(unit_id=31))) == []
+        assert log.named("audit.cut")[-1]["cut"] == [7, 2, 11, 4]
+        c.background.close()
+
+
+def test_units_verified_together_take_turns_on_the_worker(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    clock = Clock()
+    replayed: list[tuple[int, int]] = []
+    gate = threading.Event()  # both audits start (and read the window) before the clock moves
+
+    def check(_content: Any, u: Any, segment: int, _device: Any, *, on_step: Any = None) -> Verdict:
+        assert gate.wait(WAIT)
+        replayed.append((u.unit_id, segment))
+        clock.t += 2.0
+        return Verdict(True, segment, b"\1" * 32, "replays bit for bit")
+
+    monkeypatch.setattr("gensyn_py.node.challenger.check_segment", check)
+    with DaemonState(tmp_path / "s.sqlite") as state:
+        c, log = challenger(state, clock, monkeypatch)
+        c.plan = lambda u: [1, 2, 3] if u.unit_id == 30 else [4, 5, 6]  # type: ignore[method-assign]
+        both, left = [unit(), unit(unit_id=31)], int(9 + SEND_MARGIN_S)
+        for u in both:
+            c._audit(u, left)
+        gate.set()
+        audited(c, both, left)
+        # 9 s hold four 2-s replays and the estimate stops a fifth: two for each unit, not four for the first
+        assert replayed == [(30, 1), (31, 4), (30, 2), (31, 5)]
+        assert [(f["unit"], f["cut"]) for f in log.named("audit.cut")] == [(30, [3]), (31, [6])]
+        c.background.close()
 
 
 def test_segments_are_audited_in_a_random_order_so_a_cut_spares_no_predictable_segment(tmp_path: Path) -> None:
@@ -155,7 +195,7 @@ def test_an_audit_that_ends_after_the_window_is_logged_late_and_never_challenged
         c._challenge = lambda unit, segment, epoch: challenged.append(segment)  # type: ignore[method-assign]
         c.follow("audit", 30, {"end": u.deadline})
         c.tick()  # 10 s left: the audit starts
-        assert c.background.running(c._key(u))
+        assert c.background.running((c._key(u), 3))
         chain["now"] = u.deadline + 1  # the window closes while it replays
         c.tick()
         assert c.followed("audit") == [(30, {"end": u.deadline})]  # kept until its replay ends
@@ -164,5 +204,5 @@ def test_an_audit_that_ends_after_the_window_is_logged_late_and_never_challenged
         c.tick()
         assert challenged == []  # too late to land: not sent
         assert [(f["segment"], f["accept"], f["late"]) for f in log.named("audit")] == [(3, False, True)]
-        assert c.followed("audit") == [] and not c.background.ended(c._key(u))
+        assert c.followed("audit") == [] and not c.background.ended((c._key(u), 3))
         c.background.close()

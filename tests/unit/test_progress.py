@@ -8,7 +8,6 @@ import dataclasses
 import io
 import json
 import logging
-import math
 import re
 import sys
 from collections.abc import Iterator
@@ -26,12 +25,14 @@ from gensyn_py.node.daemon import Daemon
 from gensyn_py.node.logs import EventLogger, configure_logging
 from gensyn_py.node.progress import Board, LogStream
 from gensyn_py.node.solver import SolverDaemon
+from gensyn_py.node.quarantine import Quarantine
 from gensyn_py.node.state import DaemonState
 from gensyn_py.node.validator import ValidatorDaemon
 from gensyn_py.proof.replay import Verdict
 from gensyn_py.types import UnitPartial, UnitStatus
 from tests.unit.test_daemon_cycle import FakeReader
 from tests.unit.test_daemon_solver_claim import ME, Events, open_unit
+from tests.unit.test_challenger_window import audited
 from tests.unit.trainkit import digits_flat, store_at, tiny_spec
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -304,8 +305,10 @@ def test_a_challenger_shows_its_audit(monkeypatch: pytest.MonkeyPatch, tmp_path:
         c.content = SimpleNamespace(spec=lambda _job: SPEC)  # type: ignore[assignment]
         c.plan = lambda unit: [0, 2]  # type: ignore[method-assign]
         c._same_class = lambda unit: True  # type: ignore[method-assign]
-        c.budget = AuditBudget()
-        c.audit_segments(dataclasses.replace(UNIT, unit_id=13, status=UnitStatus.VERIFIED), until=math.inf)
+        c.name, c.quarantine, c.wake = "challenger-test", Quarantine(state), lambda: None  # type: ignore[method-assign]
+        c.budget, c._audits = AuditBudget(), {}
+        audited(c, [dataclasses.replace(UNIT, unit_id=13, status=UnitStatus.VERIFIED)])
+        c.background.close()
     shown = screen(board, out)
     assert "unit 13 audit" in shown and "4/4" in shown and "segments 2/2 [0,2], all accepted" in shown
     board.stop()
