@@ -55,11 +55,13 @@ class BoundContract:
             return self.sender.call(fn, block)
         return call_view(fn, self.decoder, None, block)
 
-    def transact(self, fn_name: str, *args: Any, value: int = 0, gas: int | None = None) -> TxReceipt:
-        """Static call, send, wait, check; reverts raise `ContractRevert`."""
+    def transact(self, fn_name: str, *args: Any, value: int = 0, gas: int | None = None,
+                 headroom: int = 0) -> TxReceipt:
+        """Static call, send, wait, check; reverts raise `ContractRevert`. `headroom`: gas added to the estimate
+        (see `TxSender.transact`)."""
         if self.sender is None:
             raise ChainError(f"{self.name} is bound read-only: no account to send {fn_name}() from")
-        return self.sender.send(self.fn(fn_name, *args), value=value, gas=gas)
+        return self.sender.send(self.fn(fn_name, *args), value=value, gas=gas, headroom=headroom)
 
     def events(self, receipt: TxReceipt, event_name: str) -> list[dict[str, Any]]:
         """The args of every `event_name` this contract emitted in `receipt`."""

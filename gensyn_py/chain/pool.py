@@ -36,6 +36,13 @@ def challenge_hash(unit_id: int, challenger: str, segment: int, salt: bytes) -> 
 
 
 _LEAF = "(uint256,bytes32,bytes32,bytes32,bytes32[])"
+
+# Gas added to the estimate of calls whose cost depends on who lands first (`TxSender.transact`). Two validators
+# reveal within milliseconds once reveals open, each estimated as not the last; the last one also verifies the
+# unit and may arm the next phase (about 30k more). The last commitment of a phase opens the next one (an
+# aggregation unit: about 110k more). Unused gas is not charged.
+LAST_REVEAL_HEADROOM = 50_000
+LAST_COMMIT_HEADROOM = 150_000
 ZERO32 = bytes(32)
 
 
@@ -68,7 +75,8 @@ class TaskPool(BoundContract):
         return self.transact("claim", unit_id)
 
     def commit(self, unit_id: int, checkpoint_root: bytes, final_state_hash: bytes, manifest_cid: str) -> TxReceipt:
-        return self.transact("commit", unit_id, checkpoint_root, final_state_hash, manifest_cid)
+        return self.transact("commit", unit_id, checkpoint_root, final_state_hash, manifest_cid,
+                             headroom=LAST_COMMIT_HEADROOM)
 
     def commit_partial(self, unit_id: int, partial_root: bytes, segments: int, manifest_cid: str) -> TxReceipt:
         """Publish the first `segments` segments (root of their leaves, partial manifest) before the deadline."""
@@ -91,7 +99,7 @@ class TaskPool(BoundContract):
     ) -> TxReceipt:
         """Open the sealed verdict, with the Merkle proof of the validator's segment (start and end states)."""
         return self.transact("revealVerdict", unit_id, accept, transcript_hash, salt, start_hash, end_hash,
-                             transcript_commit, list(proof))
+                             transcript_commit, list(proof), headroom=LAST_REVEAL_HEADROOM)
 
     def report_unavailable(self, unit_id: int, salt: bytes) -> TxReceipt:
         """Reveal a sealed "unavailable" verdict (reject, transcriptHash `UNAVAILABLE_MARK`): no proof needed."""

@@ -101,10 +101,10 @@ class TxSender:
         """Run a view (or dry-run any function) from this account; reverts raise `ContractRevert`."""
         return call_view(fn, self.decoder, self.address, block)
 
-    def send(self, fn: ContractFunction, value: int = 0, gas: int | None = None) -> TxReceipt:
+    def send(self, fn: ContractFunction, value: int = 0, gas: int | None = None, headroom: int = 0) -> TxReceipt:
         """Static call, then send `fn` and wait for a successful receipt."""
         data = HexStr(fn._encode_transaction_data())
-        return self.transact(fn.address, data, value=value, gas=gas, what=describe(fn))
+        return self.transact(fn.address, data, value=value, gas=gas, what=describe(fn), headroom=headroom)
 
     def deploy(
         self, abi: Sequence[dict[str, Any]], bytecode: str, *args: Any, value: int = 0, gas: int | None = None
@@ -125,15 +125,19 @@ class TxSender:
 
     def transact(
         self, to: ChecksumAddress | None, data: HexStr, value: int = 0, gas: int | None = None,
-        what: str = "transaction",
+        what: str = "transaction", headroom: int = 0,
     ) -> TxReceipt:
-        """The whole path for raw calldata; `to=None` creates a contract."""
+        """The whole path for raw calldata; `to=None` creates a contract.
+
+        `headroom` is gas added to the estimate for a call whose cost depends on what lands before it: the estimate
+        is made against the pending state, and a transaction that turns out to be the last of its kind (the last
+        verdict reveal verifies the unit and arms the next phase) needs more than it was estimated at."""
         request: dict[str, Any] = {"from": self.address, "data": data, "value": value}
         if to is not None:
             request["to"] = to
         self._static_call(request, what)
         if gas is None:
-            gas = self._estimate_gas(request, what)
+            gas = self._estimate_gas(request, what) + headroom
         fees = self._fees()
         tx_hash = self._sign_and_send({**request, "gas": gas, **fees}, what)
         receipt = self._wait(tx_hash, what)

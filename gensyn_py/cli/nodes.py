@@ -32,6 +32,9 @@ def node_options(fn: F) -> F:
         click.option("--metrics-host", default="127.0.0.1", show_default=True,
                      help="Address the metrics endpoint binds (0.0.0.0 for every interface: only on purpose)."),
         click.option("--poll-interval", type=float, default=1.0, show_default=True, help="Seconds between cycles."),
+        click.option("--ws-url", envvar="GENSYN_WS_URL", default=None,
+                     help="The node's websocket endpoint (anvil: ws://127.0.0.1:8545): a cycle starts at each new "
+                          "block, the poll stays as the fallback. Env GENSYN_WS_URL."),
         click.option("--stake", "stake_tokens", type=float, default=1000.0, show_default=True,
                      help="Tokens to keep bonded."),
         click.option("--device", default=None, help="cpu or cuda (default: cuda when available)."),
@@ -90,7 +93,7 @@ def build_config(settings: Settings, role: str, opts: dict[str, Any], price: int
         protocol=protocol, account=account, store=open_store(settings.store),
         state=DaemonState(state_dir / "state.sqlite"), hardware=measure(price_per_unit=price),
         stake=int(opts["stake_tokens"] * E18), poll_interval=opts["poll_interval"],
-        confirmations=opts["confirmations"], metrics=metrics, replay_class=measure_class(),
+        confirmations=opts["confirmations"], metrics=metrics, replay_class=measure_class(), ws_url=opts["ws_url"],
     )
     return config, state_dir
 

@@ -27,6 +27,7 @@ from gensyn_py.chain.events import EventRecord
 from gensyn_py.chain.view import ChainView
 from gensyn_py.errors import ConfigError, ContractRevert
 from gensyn_py.node.background import Background
+from gensyn_py.node.block_feed import BlockFeed
 from gensyn_py.node.daemon import Daemon, Handler
 from gensyn_py.node.game_player import GamePlayer
 from gensyn_py.node.hardware import HardwareProfile
@@ -67,6 +68,8 @@ class NodeConfig:
     metrics: DaemonMetrics | None = None
     # What decides this machine's exact-mode bits (node/replay_class.py); None: declare no class (no exact units).
     replay_class: ReplayClass | None = None
+    # The node's websocket endpoint: cycles start at each new block (node/block_feed.py); None: polling only.
+    ws_url: str | None = None
 
 
 class NodeDaemon(Daemon):
@@ -74,6 +77,7 @@ class NodeDaemon(Daemon):
 
     role_bits: int = 0
     role_name: str = "node"
+    _feed: BlockFeed | None = None  # new blocks wake the cycle (with `NodeConfig.ws_url`)
 
     def __init__(self, config: NodeConfig) -> None:
         protocol = config.protocol
@@ -113,7 +117,10 @@ class NodeDaemon(Daemon):
     # -- joining the network -----------------------------------------------------------------
 
     def on_start(self) -> None:
-        """Register with this role and the measured hardware, approve, and stake up to the target."""
+        """Follow new blocks if a websocket URL is set; register with this role and the measured hardware,
+        approve, and stake up to the target."""
+        if self.config.ws_url and self._feed is None:
+            self._feed = BlockFeed(self.config.ws_url, self.wake, self.log).start()
         self.quarantine_leftovers()
         hw = self.config.hardware
         if self.registry.roles_of(self.address) == 0:
@@ -142,6 +149,9 @@ class NodeDaemon(Daemon):
             self.background.sweep()
 
     def on_stop(self) -> None:
+        if self._feed is not None:
+            self._feed.stop()
+            self._feed = None
         if "background" in vars(self):
             self.background.close()
 

@@ -110,6 +110,11 @@ class LocalNetwork:
         return self.node.url
 
     @property
+    def ws_url(self) -> str:
+        """The same node's websocket endpoint (anvil serves both on one port)."""
+        return "ws" + self.url.removeprefix("http")
+
+    @property
     def deployments_dir(self) -> Path:
         return self.workdir / "deployments"
 
@@ -141,6 +146,7 @@ class LocalNetwork:
         return {
             **os.environ,
             "GENSYN_RPC_URL": self.url,
+            "GENSYN_WS_URL": self.ws_url,  # anvil serves websockets on its HTTP port: cycles start at new blocks
             "GENSYN_DEPLOYMENTS_DIR": str(self.deployments_dir),
             "GENSYN_STORE": self.store_spec,
             "PYTHONUNBUFFERED": "1",
