@@ -8,7 +8,8 @@ as on a real chain. Windows are seconds long (`LOCAL_PARAMS`) so a job settles
 in well under a minute.
 
 Each daemon is `python -m gensyn_py.cli <role> run` with its own key, state
-directory and log file; `kill()` and `restart()` let tests crash and revive
+directory and log file; it follows anvil's websocket, so each new block
+starts its cycle (a 0.3-s poll stays as the fallback); `kill()` and `restart()` let tests crash and revive
 them. Everything started is stopped on exit, also on Ctrl-C.
 """
 
