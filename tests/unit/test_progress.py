@@ -24,15 +24,15 @@ from gensyn_py.node.challenger import ChallengerDaemon
 from gensyn_py.node.daemon import Daemon
 from gensyn_py.node.logs import EventLogger, configure_logging
 from gensyn_py.node.progress import Board, LogStream
-from gensyn_py.node.solver import SolverDaemon
 from gensyn_py.node.quarantine import Quarantine
+from gensyn_py.node.solver import SolverDaemon
 from gensyn_py.node.state import DaemonState
 from gensyn_py.node.validator import ValidatorDaemon
 from gensyn_py.proof.replay import Verdict
 from gensyn_py.types import UnitPartial, UnitStatus
+from tests.unit.test_challenger_window import audited
 from tests.unit.test_daemon_cycle import FakeReader
 from tests.unit.test_daemon_solver_claim import ME, Events, open_unit
-from tests.unit.test_challenger_window import audited
 from tests.unit.trainkit import digits_flat, store_at, tiny_spec
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
