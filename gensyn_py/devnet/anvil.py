@@ -117,6 +117,11 @@ class LocalNode:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def ws_url(self) -> str:
+        """The same node's websocket endpoint (anvil and ganache serve it on the HTTP port)."""
+        return f"ws://127.0.0.1:{self.port}"
+
     def command(self) -> list[str]:
         raise NotImplementedError
 

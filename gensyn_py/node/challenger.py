@@ -79,11 +79,12 @@ class ChallengerDaemon(NodeDaemon):
 
     def tick(self) -> None:
         self.games.tick()  # a game's clock runs: its moves come first
+        now = self.view.next_time()  # read once: the units below only start or take replays
         for unit_id, _ in self.followed("audit"):
             if self.stopping:
                 return
             unit = self.view.unit(unit_id)
-            left = unit.deadline - self.view.next_time()  # chain seconds left in the challenge window
+            left = unit.deadline - now  # chain seconds left in the challenge window
             if unit.status is not UnitStatus.VERIFIED or left < 0:
                 if self.isolated(unit.job_id, unit_id, partial(self._closed, unit)) is False:
                     continue  # its replay stops at the window's end: taken then

@@ -9,8 +9,9 @@ in well under a minute.
 
 Each daemon is `python -m gensyn_py.cli <role> run` with its own key, state
 directory and log file; it follows anvil's websocket, so each new block
-starts its cycle (a 0.3-s poll stays as the fallback); `kill()` and `restart()` let tests crash and revive
-them. Everything started is stopped on exit, also on Ctrl-C.
+starts its cycle (a 0.3-s poll stays as the fallback). `kill()` and
+`restart()` let tests crash and revive them. Everything started is stopped
+on exit, also on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ class LocalNetwork:
 
     @property
     def ws_url(self) -> str:
-        """The same node's websocket endpoint (anvil serves both on one port)."""
-        return "ws" + self.url.removeprefix("http")
+        assert self.node is not None
+        return self.node.ws_url
 
     @property
     def deployments_dir(self) -> Path:

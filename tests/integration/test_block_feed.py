@@ -13,6 +13,7 @@ import pytest
 from web3 import Web3
 from websockets.sync.server import Server, ServerConnection, serve
 
+from gensyn_py.devnet.anvil import AnvilNode
 from gensyn_py.node import block_feed
 from gensyn_py.node.block_feed import BlockFeed
 
@@ -59,9 +60,9 @@ def fast_retry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(block_feed, "FIRST_RETRY_S", 0.05)
 
 
-def test_each_block_anvil_mines_wakes_the_cycle(anvil_url: str, w3: Web3) -> None:
+def test_each_block_anvil_mines_wakes_the_cycle(anvil_node: AnvilNode, w3: Web3) -> None:
     woken, log = Counter(), Log()
-    feed = BlockFeed("ws" + anvil_url.removeprefix("http"), woken, log).start()
+    feed = BlockFeed(anvil_node.ws_url, woken, log).start()
     try:
         assert feed.live.wait(WAIT)
         for n in range(1, 4):
