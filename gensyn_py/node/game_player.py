@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from eth_utils import to_checksum_address
 
 from gensyn_py.chain.bisection import next_move
+from gensyn_py.chain.decision_block import decision_block, head_lag
 from gensyn_py.chain.segment_game import Stage
 from gensyn_py.chain.step_game import Stage as StepStage
 from gensyn_py.errors import ContractRevert, StorageError, TrainingError, VerificationError
@@ -63,6 +64,9 @@ class GamePlayer:
         # (game, id, stage, position) where this side found no legal move: it lets its clock run out there
         self._stuck: set[tuple[str, int, int, int]] = set()
         self._at = 0  # the block the decision being made reads
+        # The block of this side's last move or keeper call: a decision reads no block before it (one that did would
+        # see the move not yet made, and make it again).
+        self._floor = 0
         # A failing tick is tried again before this side's clock runs out (`clock_retry.py`), not after the job's
         # quarantine backoff; `_due` holds each game's deadline for this side's move, where the last tick read one.
         self._retry = ClockRetry(node.poll_interval)
@@ -73,6 +77,11 @@ class GamePlayer:
         """The deployment's segment game (None on a deployment that has none)."""
         protocol = self.node.protocol
         return protocol.segment_game(self.node.sender) if "SegmentGame" in protocol.names else None
+
+    @cached_property
+    def _lag(self) -> int:
+        """Blocks below the head a decision reads (`chain/decision_block.py`: 1 on anvil, whose head reads tear)."""
+        return head_lag(self.node.protocol.w3)
 
     @cached_property
     def steps(self) -> StepGame | None:
@@ -126,10 +135,18 @@ class GamePlayer:
 
     def _play(self, did: int, unit: Unit) -> None:
         assert self.game is not None
-        # INVARIANT: one decision reads one block: a view read after the other side's move and one read before it
-        # would make a move for an interval that no longer is (and the contract would take it as a disagreement).
-        at = self._at = int(self.node.protocol.w3.eth.block_number)
-        stage, _, segment, gid, winner = self.game.dispute_of(did, block=at)
+        # INVARIANT: one decision reads one block, whole: a view read after the other side's move and one read
+        # before it would make a move for an interval that no longer is (and the contract would take it as a
+        # disagreement). On anvil the head's reads can tear, so the decision reads the block below it.
+        at = self._at = decision_block(self.node.protocol.w3, self._lag)
+        if at < self._floor:
+            return  # this side's last move is not in a block this decision reads yet
+        try:
+            stage, _, segment, gid, winner = self.game.dispute_of(did, block=at)
+        except ContractRevert as e:
+            if e.name == "UnknownDispute":
+                return  # opened in a block this decision does not read yet
+            raise
         if stage == Stage.DECIDED:
             self.node.unfollow("game", did)
             self._sides.pop(did, None)
@@ -196,6 +213,7 @@ class GamePlayer:
             self._stuck.add(where)
             self.node.log.warning("game.no_move", game=where[0], id=where[1], move=fn, reason=e.name)
             return
+        self._floor = max(self._floor, int(receipt["blockNumber"]))
         self.node.log.info("game.move", game=where[0], id=where[1], move=fn, gas=int(receipt["gasUsed"]))
 
     def _author(self, unit: Unit, segment: int) -> tuple[str, list[bytes]]:
@@ -413,11 +431,12 @@ class GamePlayer:
     def _send(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
         """A keeper's call (a timeout, a settlement): losing the race to the other side or a keeper is expected."""
         try:
-            fn(*args)
+            receipt = fn(*args)
         except ContractRevert as e:
             if e.name in RACES or e.name in ("UnknownGame", "DisputeClosed"):
                 return
             raise
+        self._floor = max(self._floor, int(receipt["blockNumber"]))
         self.node.log.info("game.keeper", call=what, args=list(args))
 
 
