@@ -34,6 +34,7 @@ def head_lag(w3: Web3) -> int:
     return 1 if version.startswith(TEARING_CLIENTS) else 0
 
 
-def decision_block(w3: Web3, lag: int) -> int:
-    """The newest block whose state a decision can read whole: the head less `lag` (`head_lag`)."""
-    return max(int(w3.eth.block_number) - lag, 0)
+def decision_block(w3: Web3, lag: int | None = None) -> int:
+    """The newest block whose state a decision can read whole: the head less `lag` (by default `head_lag`, one
+    more RPC; a caller deciding often keeps the lag)."""
+    return max(int(w3.eth.block_number) - (head_lag(w3) if lag is None else lag), 0)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.chain.decision_block import decision_block, head_lag
+from gensyn_py.chain.decision_block import decision_block
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ def holdings(protocol: ProtocolContracts, actors: dict[str, str]) -> dict[str, H
     """name -> (wallet tokens, bonded stake, unclaimed credit), all read at one block whole (daemons keep
     transacting meanwhile: a credit claimed between two reads would be counted twice or not at all)."""
     token, registry, pool = protocol.token(), protocol.registry(), protocol.pool()
-    at = decision_block(protocol.w3, head_lag(protocol.w3))
+    at = decision_block(protocol.w3)
     return {name: Holding(token.balance_of(a, block=at), registry.bonded_of(a, block=at), pool.credit(a, block=at))
             for name, a in actors.items()}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gensyn_py.chain.contracts import ProtocolContracts
-from gensyn_py.chain.decision_block import decision_block, head_lag
+from gensyn_py.chain.decision_block import decision_block
 from gensyn_py.chain.view import ChainView
 from gensyn_py.errors import GensynError
 from gensyn_py.sim import accounting
@@ -124,7 +124,7 @@ def assert_conservation(net: LocalNetwork) -> None:
     # live state, which a block being mined meanwhile changes between two calls (a credit claimed between the
     # balance and the totals read at "one" block once showed 90 tokens missing); a block behind the head is a kept
     # snapshot.
-    at = decision_block(net.w3, head_lag(net.w3))
+    at = decision_block(net.w3)
     pool_balance = token.balance_of(pool.address, block=at)
     owed = pool.total_escrow(block=at) + pool.total_bonds(block=at) + pool.total_credit(block=at)
     assert pool_balance == owed, f"pool holds {pool_balance}, owes {owed} at block {at}"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gensyn_py.chain.decision_block import decision_block, head_lag
+from gensyn_py.chain.decision_block import decision_block
 from gensyn_py.chain.view import ChainView
 from gensyn_py.requester.availability import ModelGuard
 from gensyn_py.requester.download import download_model
@@ -60,7 +60,7 @@ def _holdings(net: LocalNetwork, address: str) -> int:
     registry = p.registry()
     # One block, whole (`chain/decision_block.py`): the solvers claim their credit meanwhile, and a claim landing
     # between the balance and the credit read would hide what was paid.
-    at = decision_block(net.w3, head_lag(net.w3))
+    at = decision_block(net.w3)
     return (p.token().balance_of(address, block=at) + p.pool().credit(address, block=at)
             + registry.bonded_of(address, block=at) + registry.unbonding_of(address, block=at).amount)
 

@@ -39,3 +39,8 @@ def test_the_decision_block_is_never_below_genesis() -> None:
     w3: Any = FakeWeb3("anvil/v1.7.1")
     w3.eth.block_number = 0
     assert decision_block(w3, 1) == 0
+
+
+def test_without_a_lag_the_block_reads_the_clients_own() -> None:
+    assert decision_block(FakeWeb3("anvil/v1.7.1")) == 119  # type: ignore[arg-type]
+    assert decision_block(FakeWeb3("Geth/v1.14.11-stable")) == 120  # type: ignore[arg-type]
